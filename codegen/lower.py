@@ -1,0 +1,716 @@
+"""Model -> C. Every decision about the generated code is made here; templates only lay it out.
+
+For each op this module produces the public declarations (with doc comments), the bodies of
+every variant (argument checks, result shape and dtype, dispatch, autograd recording), the
+kernel typedefs and tables, the generated pointwise CPU kernels, the backward nodes and the
+test-case tables."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from formula import c_default, compile_derivative
+from model import DTYPE_SETS, DTYPES, Op, SpecError
+from pointwise import DTYPE_C, PointwiseExpr
+
+C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
+
+
+def c_params(op: Op, full: bool = True) -> list[str]:
+    out = []
+    for a in op.schema.args:
+        if not full and a.has_default:
+            continue
+        out += {
+            "tensor": [f"yt_tensor *{a.name}"],
+            "scalar": [f"yt_scalar {a.name}"],
+            "int": [f"int64_t {a.name}"],
+            "intlist": [f"const int64_t *{a.name}", f"int {a.name}_len"],
+            "bool": [f"bool {a.name}"],
+            "float": [f"double {a.name}"],
+            "dtype": [f"yt_dtype {a.name}"],
+            "device": [f"yt_device {a.name}"],
+        }[a.kind]
+    return out
+
+
+def c_args(op: Op) -> list[str]:
+    """Argument names, in C parameter order (int[] expands to name, name_len)."""
+    out = []
+    for a in op.schema.args:
+        out += [a.name, f"{a.name}_len"] if a.kind == "intlist" else [a.name]
+    return out
+
+
+def c_args_short(op: Op) -> list[str]:
+    """Arguments passed by a short form to the _ex form: defaults filled in."""
+    out = []
+    for a in op.schema.args:
+        if a.has_default:
+            out.append(c_default(a))
+        else:
+            out += [a.name, f"{a.name}_len"] if a.kind == "intlist" else [a.name]
+    return out
+
+
+def dtype_mask_name(dset: list[str]) -> str:
+    for name, members in DTYPE_SETS.items():
+        if members == dset:
+            return f"YT_DTYPESET_{name.upper()}"
+    raise AssertionError(dset)
+
+
+@dataclass
+class Function:
+    """One public C function (one variant of one op)."""
+    name: str
+    ret: str
+    params: list
+    doc: list  # comment lines
+    body: list  # C lines, indented by 4
+    banner: list
+
+
+@dataclass
+class LoweredOp:
+    op: Op
+    functions: list = field(default_factory=list)
+    kernel_typedef: str = ""
+    kernel_table: list = field(default_factory=list)  # (device enum, function)
+    record_proto: str = ""
+    node: dict = None  # autograd node description for the template
+    pointwise_kernel: dict = None
+
+
+class Body:
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, line: str = "", indent: int = 1):
+        self.lines.append(("    " * indent + line) if line else "")
+
+    def ret_fail(self, fail: str, code: str, fmt: str, args=(), indent: int = 2):
+        """`return fail(code, "fmt", args...);`, wrapped at 100 columns with aligned arguments."""
+        head = f"return {fail}("
+        parts = [code, f'"{fmt}"'] + list(args)
+        one = "    " * indent + head + ", ".join(parts) + ");"
+        if len(one) <= 100:
+            self.lines.append(one)
+            return
+        pad = " " * (4 * indent + len(head))
+        self.lines.append("    " * indent + head + f"{code}, \"{fmt}\"" + ("," if args else ");"))
+        if args:
+            self.lines.append(pad + ", ".join(args) + ");")
+
+
+# ---------------------------------------------------------------- checks (ops.yaml `checks:`)
+
+class CheckCompiler:
+    def __init__(self, op: Op, check):
+        self.op = op
+        self.check = check
+        self.terms = []  # (text, c expr, printf format)
+
+    def fail(self, msg):
+        raise SpecError(self.check.loc, f"{self.op.schema.full_name}: check '{self.check.expr}': {msg}")
+
+    def compile(self):
+        try:
+            tree = ast.parse(self.check.expr, mode="eval").body
+        except SyntaxError as e:
+            self.fail(f"syntax error: {e.msg}")
+        cond = self.expr(tree)
+        return cond, self.message(tree)
+
+    def term(self, text, c, fmt, cast):
+        if all(t[0] != text for t in self.terms):
+            self.terms.append((text, c, fmt, cast))
+        return c
+
+    def expr(self, n) -> str:
+        s = self.op.schema
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return str(n.value)
+        if isinstance(n, ast.Name):
+            a = s.arg(n.id)
+            if n.id == "result_dtype":
+                return self.term("result_dtype", "result_dtype", "%s", "yt_dtype_name(result_dtype)")
+            if a is None or a.kind not in ("int", "bool"):
+                self.fail(f"'{n.id}' is not an int or bool argument")
+            return self.term(n.id, n.id, "%lld", f"(long long){n.id}")
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            a = s.arg(n.value.id)
+            if a is None or a.kind != "tensor":
+                self.fail(f"'{n.value.id}' is not a tensor argument")
+            if n.attr == "dim":
+                return self.term(f"{a.name}.dim", f"{a.name}->dim", "%d", f"{a.name}->dim")
+            if n.attr == "numel":
+                return self.term(f"{a.name}.numel", f"{a.name}->numel", "%lld", f"(long long){a.name}->numel")
+            self.fail(f"unknown attribute '{n.attr}'")
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "size":
+            a = s.arg(n.func.value.id) if isinstance(n.func.value, ast.Name) else None
+            if a is None or a.kind != "tensor" or len(n.args) != 1 or not isinstance(n.args[0], ast.Constant):
+                self.fail("size() takes a constant dim of a tensor argument")
+            i = n.args[0].value
+            c = f"{a.name}->sizes[{i}]" if i >= 0 else f"{a.name}->sizes[{a.name}->dim - {-i}]"
+            return self.term(f"{a.name}.size({i})", c, "%lld", f"(long long){c}")
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
+            a = s.arg(n.args[0].id) if n.args and isinstance(n.args[0], ast.Name) else None
+            if a is None or a.kind != "intlist":
+                self.fail("len() takes an int[] argument")
+            return self.term(f"len({a.name})", f"{a.name}_len", "%d", f"{a.name}_len")
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "is_floating":
+            return f"yt_dtype_is_floating({self.expr(n.args[0])})"
+        if isinstance(n, ast.Compare) and len(n.ops) == 1:
+            op = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(n.ops[0])]
+            return f"{self.expr(n.left)} {op} {self.expr(n.comparators[0])}"
+        if isinstance(n, ast.BoolOp):
+            j = " && " if isinstance(n.op, ast.And) else " || "
+            return "(" + j.join(self.expr(v) for v in n.values) + ")"
+        if isinstance(n, ast.BinOp) and type(n.op) in (ast.Add, ast.Sub, ast.Mult):
+            op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}[type(n.op)]
+            return f"({self.expr(n.left)} {op} {self.expr(n.right)})"
+        self.fail(f"unsupported expression '{ast.unparse(n)}'")
+
+    def message(self, tree):
+        """printf format and arguments for a failed check."""
+        name = self.op.schema.name
+        # "self must be 2-D, got 1-D" for rank checks
+        if isinstance(tree, ast.Compare) and isinstance(tree.left, ast.Attribute) and tree.left.attr == "dim" \
+                and isinstance(tree.comparators[0], ast.Constant):
+            t = tree.left.value.id
+            want = ast.unparse(tree.ops[0]) if False else {ast.Eq: "", ast.LtE: "at most ", ast.GtE: "at least ",
+                                                            ast.Lt: "below ", ast.Gt: "above ", ast.NotEq: "not "}[type(tree.ops[0])]
+            return (f"{name}: {t} must be {want}{tree.comparators[0].value}-D, got %d-D", [f"{t}->dim"])
+        if isinstance(tree, ast.Compare) and isinstance(tree.ops[0], ast.Eq) and len(self.terms) == 2:
+            (a, _, fa, ca), (b, _, fb, cb) = self.terms
+            return (f"{name}: {a}={fa} does not match {b}={fb}", [ca, cb])
+        if isinstance(tree, ast.Call) and getattr(tree.func, "id", "") == "is_floating":
+            return (f"{name}: expected a floating dtype, got %s", [self.terms[0][3]])
+        got = ", ".join(f"{t[0]}={t[2]}" for t in self.terms)
+        return (f"{name}: expected {self.check.expr}" + (f", got {got}" if got else ""), [t[3] for t in self.terms])
+
+
+# ---------------------------------------------------------------- the op functions
+
+class OpLowering:
+    def __init__(self, op: Op, registry: dict):
+        self.op = op
+        self.registry = registry
+        self.s = op.schema
+        self.tensors = [a.name for a in self.s.tensor_args]
+        d = op.derivative
+        self.differentiable = d is not None and not d.not_differentiable and bool(d.formulas)
+        self.grad_inputs = [f.input for f in d.formulas] if self.differentiable else []
+        self.compiled = None
+        self.saved = []
+        if self.differentiable:
+            self.compiled, self.saved = compile_derivative(op, registry)
+
+    # -- names
+    def fn_name(self, variant: str, ex: bool) -> str:
+        base = f"yt_{self.op.c_name}" + ("_ex" if ex else "")
+        return base + {"function": "", "inplace": "_", "out": "_out"}[variant]
+
+    def msg_name(self, variant: str) -> str:
+        return self.s.name + {"function": "", "inplace": "_", "out": "_out"}[variant]
+
+    @property
+    def has_defaults(self) -> bool:
+        return any(a.has_default for a in self.s.args)
+
+    @property
+    def kernel_fn_type(self) -> str:
+        return f"yt__{self.op.c_name}_kernel_fn"
+
+    @property
+    def kernel_table(self) -> str:
+        return f"yt__{self.op.c_name}_kernels"
+
+    # -- the shared prologue: validation, shape, dtype
+    def prologue(self, b: Body, variant: str, status: bool):
+        op, s = self.op, self.s
+        name = self.msg_name(variant)
+        fail = "yt__fail_status" if status else "yt__fail"
+        ret_null = "return yt__null_status" if status else "return yt__null_arg"
+        bail = "return yt_errcode();" if status else "return NULL;"
+        self.fail, self.bail = fail, bail
+        tensor_names = (["out"] if variant == "out" else []) + self.tensors
+        for t in tensor_names:
+            b(f"if ({t} == NULL)")
+            b(f'    {ret_null}("{name}", "{t}"); /* keeps an earlier error */')
+        for a in s.args:
+            if a.kind == "scalar":
+                b(f"if ((unsigned){a.name}.kind > YT_SCALAR_FLOAT)")
+                b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} has an invalid scalar kind %d", [f"(int){a.name}.kind"])
+            elif a.kind == "intlist":
+                b(f"if ({a.name}_len < 0 || {a.name}_len > YT_MAX_DIM || ({a.name} == NULL && {a.name}_len > 0))")
+                b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} has %d entries (expected 0..%d, non-NULL when > 0)",
+                           [f"{a.name}_len", "YT_MAX_DIM"])
+            elif a.kind in ("dtype", "device"):
+                enum = "YT_DTYPE" if a.kind == "dtype" else "YT_DEVICE"
+                low = f"{enum}_NONE" if a.optional else "0"
+                cmp = "<" if a.optional else "<"
+                b(f"if ({a.name} {cmp} {low} || {a.name} >= {enum}_COUNT)")
+                b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name}=%d is not a valid {a.kind}", [f"(int){a.name}"])
+        for t, dset in op.dtypes.items():
+            if dset == DTYPE_SETS["all"]:
+                continue
+            b(f"if (!(YT_DTYPE_BIT({t}->dtype) & {dtype_mask_name(dset)}))")
+            b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s, expected {', '.join(dset)}",
+                       [f"yt_dtype_name({t}->dtype)"])
+        first = self.tensors[0] if self.tensors else None
+        for t in tensor_names:
+            if t != first:
+                b(f"if ({t}->device != {first}->device)")
+                b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {t} is on %s but {first} is on %s",
+                           [f"yt_device_name({t}->device)", f"yt_device_name({first}->device)"])
+        for t in op.same_dtype[1:]:
+            f0 = op.same_dtype[0]
+            b(f"if ({t}->dtype != {f0}->dtype)")
+            b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s but {f0} has dtype %s",
+                       [f"yt_dtype_name({t}->dtype)", f"yt_dtype_name({f0}->dtype)"])
+        for d, rank in op.dims.items():
+            a = s.arg(d)
+            rank_c = rank.replace(".dim", "->dim")
+            if a.kind == "int":
+                b(f'if (yt__wrap_dim(&{d}, {rank_c}, "{name}", "{d}") != YT_OK)')
+                b(f"    {bail}")
+            else:
+                b(f"int64_t {d}_wrapped[YT_MAX_DIM];")
+                b(f"for (int i = 0; i < {d}_len; i++)")
+                b(f"    {d}_wrapped[i] = {d}[i];")
+                b(f'if (yt__wrap_dims({d}_wrapped, {d}_len, {rank_c}, "{name}", "{d}") != YT_OK)')
+                b(f"    {bail}")
+                b(f"{d} = {d}_wrapped;")
+
+    def dtype_lines(self, b: Body):
+        """compute_dtype (pointwise loops) and result_dtype."""
+        op = self.op
+        tensors_p = [n for n in op.promote if self.s.arg(n).kind == "tensor"]
+        scalars_p = [n for n in op.promote if self.s.arg(n).kind == "scalar"]
+        if op.promote:
+            if len(tensors_p) == 1 and not scalars_p:
+                b(f"yt_dtype compute_dtype = {tensors_p[0]}->dtype;")
+            else:
+                b(f"yt_tensor *const promote_tensors[{len(tensors_p)}] = {{{', '.join(tensors_p)}}};")
+                if scalars_p:
+                    b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{', '.join(scalars_p)}}};")
+                b(f"yt_dtype compute_dtype = yt__result_type({len(tensors_p)}, promote_tensors, {len(scalars_p)}, "
+                  f"{'promote_scalars' if scalars_p else 'NULL'});")
+        elif self.tensors:
+            b(f"yt_dtype compute_dtype = {self.tensors[0]}->dtype;")
+        rd = op.result_dtype
+        if rd is None:
+            if self.tensors or op.promote:
+                b("yt_dtype result_dtype = compute_dtype;")
+            else:
+                raise SpecError(op.loc, f"{self.s.full_name}: needs result_dtype (no tensor arguments)")
+        elif rd == "floating":
+            b("compute_dtype = yt__to_floating(compute_dtype);")
+            b("yt_dtype result_dtype = compute_dtype;")
+        elif rd in DTYPES:
+            b(f"yt_dtype result_dtype = {C_DTYPE[rd]};")
+        elif self.s.arg(rd) is not None:
+            b(f"yt_dtype result_dtype = {rd};")
+        else:
+            fn, args = _split_call(rd)
+            b(f"yt_dtype result_dtype = {fn}({', '.join(self.expand_call_args(args))});")
+
+    def expand_call_args(self, args):
+        out = []
+        for x in args:
+            a = self.s.arg(x)
+            out += [x, f"{x}_len"] if a.kind == "intlist" else [x]
+        return out
+
+    def shape_lines(self, b: Body, variant: str):
+        op, name = self.op, self.msg_name(variant)
+        b("yt_shape result_shape;")
+        if op.broadcast:
+            n = len(op.broadcast)
+            b(f"yt_tensor *const broadcast_tensors[{n}] = {{{', '.join(op.broadcast)}}};")
+            b(f"static const char *const broadcast_names[{n}] = {{{', '.join(chr(34) + x + chr(34) for x in op.broadcast)}}};")
+            b(f'if (yt__broadcast_shapes(&result_shape, "{name}", {n}, broadcast_tensors, broadcast_names) != YT_OK)')
+            b(f"    {self.bail}")
+        elif isinstance(op.shape, list):
+            b(f"result_shape.dim = {len(op.shape)};")
+            for i, e in enumerate(op.shape):
+                b(f"result_shape.sizes[{i}] = {self.shape_expr(e)};")
+        elif isinstance(op.shape, str) and self.s.arg(op.shape) is not None:
+            b(f'if (yt__shape_from_sizes(&result_shape, "{name}", "{op.shape}", {op.shape}, {op.shape}_len) != YT_OK)')
+            b(f"    {self.bail}")
+        elif isinstance(op.shape, str):
+            fn, args = _split_call(op.shape)
+            b(f'if ({fn}(&result_shape, "{name}", {", ".join(self.expand_call_args(args))}) != YT_OK)')
+            b(f"    {self.bail}")
+        else:
+            b(f"yt__shape_of(&result_shape, {self.tensors[0]});")
+
+    def shape_expr(self, e: str) -> str:
+        m = re.match(r"^([a-z_][a-z0-9_]*)\.size\((-?\d+)\)$", e)
+        if m and self.s.arg(m.group(1)) is not None:
+            return f"{m.group(1)}->sizes[{m.group(2)}]"
+        raise SpecError(self.op.loc, f"{self.s.full_name}: shape entry '{e}' must be TENSOR.size(N)")
+
+    def checks(self, b: Body, variant: str):
+        for c in self.op.checks:
+            cond, (fmt, args) = CheckCompiler(self.op, c).compile()
+            fmt = fmt.replace(f"{self.s.name}:", f"{self.msg_name(variant)}:", 1)
+            b(f"if (!({cond}))")
+            b.ret_fail(self.fail, f'YT_ERR_{"VALUE" if _is_value_check(c.expr) else "SHAPE"}', fmt, args)
+
+    def device_lines(self, b: Body):
+        if self.tensors:
+            b(f"yt_device result_device = {self.tensors[0]}->device;")
+        else:
+            b("yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;")
+
+    def kernel_lookup(self, b: Body, variant: str):
+        b(f"{self.kernel_fn_type} kernel = {self.kernel_table}[result_device];")
+        b("if (kernel == NULL)")
+        b.ret_fail(self.fail, "YT_ERR_DEVICE", f"{self.msg_name(variant)}: not implemented for %s",
+                   ["yt_device_name(result_device)"])
+
+    def recording_line(self, b: Body, extra=()):
+        ins = self.grad_inputs
+        if not ins:
+            return False
+        if len(ins) == 1:
+            b(f"bool recording = yt__any_requires_grad(1, &{ins[0]});")
+        else:
+            b(f"yt_tensor *const grad_inputs[{len(ins)}] = {{{', '.join(ins)}}};")
+            b(f"bool recording = yt__any_requires_grad({len(ins)}, grad_inputs);")
+        return True
+
+    def casts(self, b: Body):
+        """Pointwise: promoted tensors are converted to compute_dtype before the loop."""
+        casted = [n for n in self.op.promote if self.s.arg(n).kind == "tensor"]
+        for t in casted:
+            b(f"yt_tensor *{t}_k = {t}->dtype == compute_dtype ? {t} : yt__cast_copy({t}, compute_dtype);")
+        if casted:
+            b(f"if ({' || '.join(t + '_k == NULL' for t in casted)}) {{")
+            for t in casted:
+                b(f"yt__release_cast({t}_k, {t});", 2)
+            b(f"    {self.bail}")
+            b("}")
+        return casted
+
+    def kernel_call_args(self, target: str, casted) -> str:
+        out = [target]
+        for a in self.s.args:
+            if a.kind == "tensor":
+                out.append(f"{a.name}_k" if a.name in casted else a.name)
+            elif a.kind == "intlist":
+                out += [a.name, f"{a.name}_len"]
+            else:
+                out.append(a.name)
+        return ", ".join(out)
+
+    def record_call(self, result: str, self_value: str = "self") -> str:
+        args = [result]
+        for a in self.s.args:
+            if a.kind == "intlist":
+                args += [a.name, f"{a.name}_len"]
+            elif a.name == "self":
+                args.append(self_value)
+            else:
+                args.append(a.name)
+        return f"yt__record_{self.op.c_name}({', '.join(args)})"
+
+    # -- bodies
+    def body_function(self) -> list:
+        op = self.op
+        b = Body()
+        self.prologue(b, "function", False)
+        if op.impl in ("view", "composite"):
+            self.checks(b, "function")
+            if op.impl == "composite":
+                b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
+                b(f"yt_tensor *result = {op.impl_fn}({', '.join(c_args(op))});")
+                b("yt__scope_resume();")
+                b("return yt__scope_track(result);")
+                return b.lines
+            rec = self.recording_line(b)
+            b(f"yt_tensor *result = {op.impl_fn}({', '.join(c_args(op))});")
+            b("if (result == NULL)")
+            b("    return NULL;")
+            if rec:
+                b(f"if (recording && {self.record_call('result')} != YT_OK) {{")
+                b("    yt_release(result);")
+                b("    return NULL;")
+                b("}")
+            b("return yt__scope_track(result);")
+            return b.lines
+        self.dtype_lines(b)
+        self.checks(b, "function")
+        self.shape_lines(b, "function")
+        self.device_lines(b)
+        self.kernel_lookup(b, "function")
+        rec = self.recording_line(b)
+        casted = self.casts(b) if op.impl == "pointwise" else []
+        b("yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);")
+        b(f"yt_status status = result == NULL ? yt_errcode() : kernel({self.kernel_call_args('result', casted)});")
+        for t in casted:
+            b(f"yt__release_cast({t}_k, {t});")
+        b("if (status != YT_OK) {")
+        b("    yt_release(result);")
+        b("    return NULL;")
+        b("}")
+        if rec:
+            b(f"if (recording && {self.record_call('result')} != YT_OK) {{")
+            b("    yt_release(result);")
+            b("    return NULL;")
+            b("}")
+        b("return yt__scope_track(result);")
+        return b.lines
+
+    def write_target(self, b: Body, dest: str, variant: str, casted):
+        """Runs the kernel into `dest` (out or self), through a temporary when dest's dtype or
+        layout does not fit the kernel."""
+        op = self.op
+        direct = f"{dest}->dtype == result_dtype" + ("" if op.impl == "pointwise" else f" && {dest}->is_contiguous")
+        b(f"yt_tensor *target = {direct} ? {dest} : yt__empty(&result_shape, result_dtype, result_device);")
+        b(f"yt_status status = target == NULL ? yt_errcode() : kernel({self.kernel_call_args('target', casted)});")
+        for t in casted:
+            b(f"yt__release_cast({t}_k, {t});")
+        b(f"if (target != {dest}) {{")
+        b(f"    if (status == YT_OK)")
+        b(f"        status = yt__copy_into({dest}, target);")
+        b("    yt_release(target);")
+        b("}")
+
+    def body_out(self) -> list:
+        b = Body()
+        self.prologue(b, "out", True)
+        self.dtype_lines(b)
+        self.checks(b, "out")
+        self.shape_lines(b, "out")
+        self.device_lines(b)
+        self.kernel_lookup(b, "out")
+        name = self.msg_name("out")
+        n = len(self.tensors) + 1
+        b(f"yt_tensor *const all_tensors[{n}] = {{out, {', '.join(self.tensors)}}};")
+        b(f"if (yt__any_requires_grad({n}, all_tensors))")
+        b.ret_fail("yt__fail_status", "YT_ERR_STATE",
+                   f"{name}: out= variants do not support autograd, but an argument requires grad")
+        b(f'if (yt__check_out(out, &result_shape, result_dtype, result_device, "{name}", "out") != YT_OK)')
+        b("    return yt_errcode();")
+        casted = self.casts(b) if self.op.impl == "pointwise" else []
+        self.write_target(b, "out", "out", casted)
+        b("if (status == YT_OK)")
+        b("    yt__bump_version(out);")
+        b("return status;")
+        return b.lines
+
+    def body_inplace(self) -> list:
+        b = Body()
+        self.prologue(b, "inplace", True)
+        self.dtype_lines(b)
+        self.checks(b, "inplace")
+        self.shape_lines(b, "inplace")
+        self.device_lines(b)
+        self.kernel_lookup(b, "inplace")
+        name = self.msg_name("inplace")
+        b(f'if (yt__check_out(self, &result_shape, result_dtype, result_device, "{name}", "self") != YT_OK)')
+        b("    return yt_errcode();")
+        rec = self.recording_line(b)
+        uses_self = any(s.source == "self" for s in self.saved)
+        if rec:
+            b(f'if (recording && yt__check_inplace(self, "{name}") != YT_OK)')
+            b("    return yt_errcode();")
+            if uses_self:
+                b("/* the backward formulas read self's value before this write: keep a copy */")
+                b("yt_tensor *self_before = recording ? yt__snapshot(self) : self;")
+                b("if (self_before == NULL)")
+                b("    return yt_errcode();")
+        casted = self.casts(b)
+        self.write_target(b, "self", "inplace", casted)
+        b("if (status == YT_OK)")
+        b("    yt__bump_version(self);")
+        if rec:
+            b(f"if (status == YT_OK && recording)")
+            b(f"    status = {self.record_call('self', 'self_before' if uses_self else 'self')};")
+            if uses_self:
+                b("if (self_before != self)")
+                b("    yt_release(self_before);")
+        b("return status;")
+        return b.lines
+
+    def body_short(self, variant: str) -> list:
+        ret = "return " + self.fn_name(variant, True)
+        args = (["out"] if variant == "out" else []) + c_args_short(self.op)
+        return [f"    {ret}({', '.join(args)});"]
+
+    # -- docs
+    def doc(self, variant: str, ex: bool) -> list:
+        op, s = self.op, self.s
+        lines = [f"{s.text}", op.doc]
+        defaults = [f"{a.name}={_default_text(a)}" for a in s.args if a.has_default]
+        if defaults and not ex:
+            lines.append(f"Uses the defaults {', '.join(defaults)}; {self.fn_name(variant, True)}() takes every argument.")
+        if variant == "inplace":
+            lines.append("Writes the result into `self` (bumping its version).")
+            lines.append("Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.")
+        elif variant == "out":
+            lines.append("Writes the result into `out`, which must have the result's shape, and a dtype the result")
+            lines.append("can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.")
+        else:
+            kind = {"view": "a view sharing self's storage", "composite": "a new reference"}.get(op.impl, "a new tensor")
+            lines.append(f"Returns: {kind} (new reference), or NULL with yt_errcode() set.")
+        lines.append("Arguments are borrowed. A NULL tensor argument gives " +
+                     ("NULL" if variant == "function" else "its error code") + ", keeping an earlier error.")
+        return lines
+
+    def functions(self) -> list:
+        out = []
+        banner = [f"{self.s.text}", f"from {self.op.loc}" +
+                  (f"; backward from {self.op.derivative.loc}" if self.differentiable else "")]
+        for variant in self.op.variants:
+            ret = "yt_tensor *" if variant == "function" else "yt_status"
+            params = c_params(self.op, True)
+            if variant == "out":
+                params = ["yt_tensor *out"] + params
+            body = {"function": self.body_function, "out": self.body_out, "inplace": self.body_inplace}[variant]()
+            if self.has_defaults:
+                short = c_params(self.op, False)
+                if variant == "out":
+                    short = ["yt_tensor *out"] + short
+                out.append(Function(self.fn_name(variant, False), ret, short or ["void"], self.doc(variant, False),
+                                    self.body_short(variant), banner))
+            out.append(Function(self.fn_name(variant, self.has_defaults), ret, params, self.doc(variant, True),
+                                body, banner))
+        return out
+
+    # -- kernel declarations
+    def kernel_decl(self):
+        if self.op.impl not in ("pointwise", "kernel"):
+            return None
+        params = ["yt_tensor *result"] + c_params(self.op, True)
+        typedef = f"typedef yt_status (*{self.kernel_fn_type})({', '.join(params)});"
+        table = []
+        if self.op.impl == "pointwise":
+            table.append(("YT_DEVICE_CPU", f"yt__cpu_{self.op.c_name}"))
+        for dev, fn in self.op.dispatch.items():
+            table.append((f"YT_DEVICE_{dev.upper()}", fn))
+        protos = [f"yt_status {fn}({', '.join(params)});" for _, fn in table]
+        return {"typedef": typedef, "table_name": self.kernel_table, "fn_type": self.kernel_fn_type,
+                "entries": table, "protos": protos}
+
+    def impl_proto(self):
+        if self.op.impl == "view" or self.op.impl == "composite":
+            return f"yt_tensor *{self.op.impl_fn}({', '.join(c_params(self.op, True))});"
+        return None
+
+    # -- autograd node
+    def node_desc(self):
+        if not self.differentiable:
+            return None
+        op = self.op
+        name = "".join(p.capitalize() for p in op.c_name.split("_")) + "Backward"
+        fields = []
+        record = []
+        n_in = len(self.tensors)
+        tensor_index = {t: i for i, t in enumerate(self.tensors)}
+        for i, t in enumerate(self.tensors):
+            if t in self.grad_inputs:
+                record.append(f"yt__node_set_edge(&node->base, {i}, {t});")
+        for sv in self.saved:
+            fields.append(f"{sv.c_type} {sv.field}; /* used by: {', '.join(sv.used_by)} */")
+            cond = " || ".join(f"node->base.needs_grad[{tensor_index[u]}]" for u in sv.used_by)
+            src = sv.source
+            if sv.c_type == "yt_saved":
+                is_out = src == "result"
+                record.append(f"if (status == YT_OK && ({cond}))")
+                record.append(f"    status = yt__saved_init(&node->{sv.field}, {src}, {'true' if is_out else 'false'}, 0);")
+            elif "." in src:
+                base, attr = src.split(".")
+                record.append({"shape": f"yt__shape_of(&node->{sv.field}, {base});",
+                               "numel": f"node->{sv.field} = {base}->numel;",
+                               "dim": f"node->{sv.field} = {base}->dim;",
+                               "dtype": f"node->{sv.field} = {base}->dtype;"}[attr])
+            elif sv.c_type == "yt_int_list":
+                record.append(f"node->{sv.field}.len = {src}_len;")
+                record.append(f"for (int i = 0; i < {src}_len; i++)")
+                record.append(f"    node->{sv.field}.v[i] = {src}[i];")
+            else:
+                record.append(f"node->{sv.field} = {src};")
+        releases = [f"yt__saved_release(&node->{sv.field});" for sv in self.saved if sv.c_type == "yt_saved"]
+        return {
+            "c_name": op.c_name,
+            "kind_name": name,
+            "op_name": self.s.name,
+            "schema": self.s.text,
+            "loc": str(op.derivative.loc),
+            "formulas": [{"input": f.input, "source": f.source, "index": f.index, "c_lines": f.c_lines}
+                         for f in self.compiled],
+            "fields": fields,
+            "uses_node_in_backward": True,
+            "record_params": ["yt_tensor *result"] + c_params(op, True),
+            "record_lines": record,
+            "n_inputs": n_in,
+            "releases": releases,
+        }
+
+    # -- generated pointwise CPU kernel
+    def pointwise_kernel(self):
+        op = self.op
+        if op.impl != "pointwise":
+            return None
+        expr = PointwiseExpr(op)
+        tensors = self.tensors
+        promoted = [t for t in op.promote if self.s.arg(t).kind == "tensor"] or [tensors[0]]
+        switch_on = promoted[0]
+        scalars = [a.name for a in self.s.args if a.kind == "scalar"]
+        dset = op.dtypes[switch_on]
+        if op.result_dtype == "floating":
+            compute_set = [d for d in dset if d in DTYPE_SETS["floating"]]
+        else:
+            compute_set = list(dset)
+        loops = []
+        for d in compute_set:
+            store_t = "bool" if op.result_dtype == "bool" else d
+            operands = []
+            for i, t in enumerate(tensors):
+                td = d if t in promoted else op.dtypes[t][0] if len(op.dtypes[t]) == 1 else d
+                st, ct, load, _ = DTYPE_C[td]
+                operands.append({"name": t, "index": i + 1, "storage": st, "compute": ct, "load": load})
+            ost, oct_, _, ostore = DTYPE_C[store_t]
+            ctype = DTYPE_C[d][1]
+            scal = []
+            for i, sname in enumerate(scalars):
+                member = "f" if ctype in ("float", "double") else "i"
+                scal.append(f"const {ctype} {sname} = ({ctype})scalars[{i}].{member};")
+            value = expr.render(d)
+            loops.append({
+                "dtype": d, "enum": C_DTYPE[d], "fn": f"{op.c_name}_loop_{d}",
+                "out_storage": ost, "store": ostore.format("value"), "compute": ctype,
+                "operands": operands, "scalar_lines": scal, "value": value,
+                "contig_cond": " && ".join(f"strides[{i}] == sizeof({x})" for i, x in
+                                           enumerate([ost] + [o["storage"] for o in operands])),
+            })
+        return {
+            "c_name": op.c_name, "name": self.s.name, "expr": op.pointwise, "loc": str(op.loc),
+            "params": ["yt_tensor *result"] + c_params(op, True), "tensors": tensors, "switch_on": switch_on,
+            "scalars": scalars, "loops": loops, "n_in": len(tensors),
+        }
+
+
+def _is_value_check(expr: str) -> bool:
+    return not any(k in expr for k in (".dim", ".size(", "len("))
+
+
+def _split_call(text: str):
+    m = re.match(r"^(yt__[a-z0-9_]+)\((.*)\)$", text)
+    return m.group(1), [x.strip() for x in m.group(2).split(",") if x.strip()]
+
+
+def _default_text(a) -> str:
+    d = a.default
+    if d is None:
+        return "None"
+    if isinstance(d, bool):
+        return "True" if d else "False"
+    return str(d)

@@ -1,0 +1,139 @@
+"""Data model of the generator: what ops.yaml and derivatives.yaml declare, with source locations.
+
+Everything here is plain data; parse.py builds it, formula.py and lower.py derive the C-level
+decisions from it, and the templates only lay the results out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+class SpecError(Exception):
+    """An error in the spec, reported as `FILE:LINE: message` (never as a traceback)."""
+
+    def __init__(self, loc: "Loc", message: str):
+        super().__init__(f"{loc}: {message}")
+        self.loc = loc
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+# Schema argument types, as written in ops.yaml, mapped to a kind used everywhere else.
+ARG_KINDS = {
+    "Tensor": "tensor",
+    "Scalar": "scalar",
+    "int": "int",
+    "SymInt": "int",
+    "int[]": "intlist",
+    "SymInt[]": "intlist",
+    "bool": "bool",
+    "float": "float",
+    "ScalarType": "dtype",
+    "Device": "device",
+}
+
+DTYPES = ["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"]
+
+DTYPE_SETS = {
+    "all": DTYPES,
+    "all_but_bool": DTYPES[1:],
+    "floating": ["f16", "bf16", "f32", "f64"],
+    "integral": ["u8", "i8", "i16", "i32", "i64"],
+    "bool": ["bool"],
+}
+
+FAMILIES = ["pointwise", "reduce", "linalg", "shape", "factory", "backward"]
+VARIANTS = ["function", "inplace", "out"]
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    kind: str  # tensor | scalar | int | intlist | bool | float | dtype | device
+    type_text: str  # as written: "int[]", "int?", ...
+    optional: bool  # `?` in the schema: None is a legal value
+    has_default: bool
+    default: Any  # Python value of the default (None for `=None`)
+    kwarg_only: bool
+
+
+@dataclass(frozen=True)
+class Schema:
+    name: str  # "add"
+    overload: str  # "Tensor" or ""
+    args: tuple[Arg, ...]
+    returns: str  # "Tensor"
+    text: str  # the schema as written
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    def arg(self, name: str) -> Optional[Arg]:
+        for a in self.args:
+            if a.name == name:
+                return a
+        return None
+
+    @property
+    def tensor_args(self) -> list[Arg]:
+        return [a for a in self.args if a.kind == "tensor"]
+
+
+@dataclass(frozen=True)
+class Check:
+    expr: str
+    bad: dict  # an argument sample that violates the check
+    loc: Loc
+
+
+@dataclass
+class Op:
+    schema: Schema
+    loc: Loc
+    family: str
+    variants: list[str]
+    dtypes: dict  # tensor arg name -> list of dtype names
+    broadcast: list[str]
+    promote: list[str]
+    same_dtype: list[str]
+    result_dtype: Optional[str]  # None | dtype name | "floating" | arg name | "fn(args)"
+    dims: dict  # arg name -> C expression of the rank it wraps against
+    checks: list[Check]
+    shape: Any  # None | list of expressions | "argname" | "fn(args)"
+    impl: str  # pointwise | kernel | view | composite
+    pointwise: Optional[str]
+    dispatch: dict  # device -> kernel function name
+    impl_fn: Optional[str]  # view / composite function name
+    domain: Optional[str]
+    samples: list[dict]
+    samples_loc: Loc
+    doc: str
+    derivative: Optional["Derivative"] = None
+    # C name: the YAML name, plus the overload only where an earlier entry took the bare name
+    # (add.Tensor -> add, add.Scalar -> add_scalar). Set by parse_ops.
+    c_name: str = ""
+
+
+@dataclass(frozen=True)
+class Formula:
+    input: str  # the argument the gradient is for
+    source: str  # formula text as written
+    loc: Loc
+
+
+@dataclass
+class Derivative:
+    schema_text: str
+    loc: Loc
+    formulas: list[Formula] = field(default_factory=list)
+    not_differentiable: bool = False

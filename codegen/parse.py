@@ -1,0 +1,522 @@
+"""ops.yaml / derivatives.yaml -> model, with every error reported as FILE:LINE: message."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from model import (ARG_KINDS, DTYPE_SETS, DTYPES, FAMILIES, VARIANTS, Arg, Check, Derivative,
+                   Formula, Loc, Op, Schema, SpecError)
+
+try:  # the libyaml-backed loader: fast, and the one the build requires
+    _LOADER = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _LOADER = yaml.SafeLoader
+
+
+class Node:
+    """A YAML value with the line it starts on."""
+
+    def __init__(self, value, loc: Loc):
+        self.value = value
+        self.loc = loc
+
+
+def _convert(node, file: str):
+    loc = Loc(file, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            key = _convert(key_node, file)
+            if not isinstance(key.value, str):
+                raise SpecError(key.loc, "mapping keys must be strings")
+            if key.value in out:
+                raise SpecError(key.loc, f"duplicate key '{key.value}'")
+            out[key.value] = _convert(value_node, file)
+            out[key.value].key_loc = key.loc
+        return Node(out, loc)
+    if isinstance(node, yaml.SequenceNode):
+        return Node([_convert(n, file) for n in node.value], loc)
+    return Node(_scalar(node), loc)
+
+
+def _scalar(node):
+    tag, text = node.tag, node.value
+    if tag.endswith(":int"):
+        return int(text, 0) if not text.lstrip("+-").startswith("0") or text.strip("+-") == "0" else int(text)
+    if tag.endswith(":float"):
+        return float(text)
+    if tag.endswith(":bool"):
+        return text.lower() in ("true", "yes", "on")
+    if tag.endswith(":null"):
+        return None
+    return text
+
+
+def load_yaml(text: str, file: str) -> Node:
+    try:
+        root = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = mark.line + 1 if mark else 1
+        problem = getattr(e, "problem", None) or str(e)
+        raise SpecError(Loc(file, line), f"invalid YAML: {problem}") from None
+    if root is None:
+        return Node([], Loc(file, 1))
+    return _convert(root, file)
+
+
+def plain(node: Node):
+    """The Python value of a node, recursively."""
+    v = node.value
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
+
+
+# ---------------------------------------------------------------- schema strings
+
+_SCHEMA_RE = re.compile(r"^([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\((.*)\)\s*->\s*(.+)$")
+_ARG_RE = re.compile(r"^([A-Za-z]+(?:\[\d*\])?)(\?)?\s+([a-z_][a-z0-9_]*)(?:\s*=\s*(.+))?$")
+RESERVED_NAMES = {"result", "result_shape", "result_dtype", "compute_dtype", "recording", "kernel",
+                  "status", "node", "out", "grads", "node_", "tmp"}
+
+
+def _parse_default(text: str, kind: str, loc: Loc, name: str):
+    t = text.strip()
+    if t == "None":
+        return None
+    if t in ("True", "False"):
+        if kind not in ("bool", "scalar"):
+            raise SpecError(loc, f"argument '{name}': default {t} does not fit its type")
+        return t == "True"
+    if t.startswith("[") and t.endswith("]"):
+        if kind != "intlist":
+            raise SpecError(loc, f"argument '{name}': a list default needs an int[] argument")
+        inner = t[1:-1].strip()
+        if inner:
+            raise SpecError(loc, f"argument '{name}': only the empty list [] is supported as a default")
+        return []
+    try:
+        value = int(t)
+    except ValueError:
+        try:
+            value = float(t)
+        except ValueError:
+            raise SpecError(loc, f"argument '{name}': bad default '{t}'") from None
+    if kind == "int" or (kind == "scalar"):
+        return value
+    if kind == "float":
+        return float(value)
+    raise SpecError(loc, f"argument '{name}': default {t} does not fit its type")
+
+
+def parse_schema(text: str, loc: Loc) -> Schema:
+    m = _SCHEMA_RE.match(text.strip())
+    if not m:
+        raise SpecError(loc, f"cannot parse schema '{text}': expected name[.overload](args) -> Tensor")
+    name, overload, args_text, returns = m.group(1), m.group(2) or "", m.group(3), m.group(4).strip()
+    if returns != "Tensor":
+        raise SpecError(loc, f"{name}: only '-> Tensor' returns are supported, got '{returns}'")
+    args = []
+    kwarg_only = False
+    seen_default = False
+    for piece in [p.strip() for p in args_text.split(",")] if args_text.strip() else []:
+        if piece == "*":
+            if kwarg_only:
+                raise SpecError(loc, f"{name}: '*' appears twice")
+            kwarg_only = True
+            continue
+        am = _ARG_RE.match(piece)
+        if not am:
+            raise SpecError(loc, f"{name}: cannot parse argument '{piece}'")
+        type_text, qmark, arg_name, default_text = am.groups()
+        base = re.sub(r"\[\d+\]$", "[]", type_text)
+        if base not in ARG_KINDS:
+            raise SpecError(loc, f"{name}: unknown type '{type_text}' of argument '{arg_name}'")
+        kind = ARG_KINDS[base]
+        if arg_name in RESERVED_NAMES:
+            raise SpecError(loc, f"{name}: argument name '{arg_name}' is reserved for generated locals")
+        if any(a.name == arg_name for a in args):
+            raise SpecError(loc, f"{name}: duplicate argument '{arg_name}'")
+        optional = bool(qmark)
+        if optional and kind not in ("int", "dtype", "device", "intlist"):
+            raise SpecError(loc, f"{name}: optional '{type_text}?' is not supported (argument '{arg_name}')")
+        has_default = default_text is not None
+        default = _parse_default(default_text, kind, loc, arg_name) if has_default else None
+        if has_default and default is None and not optional:
+            raise SpecError(loc, f"{name}: argument '{arg_name}' defaults to None but its type is not optional")
+        if kind in ("dtype", "device") and has_default and default is not None:
+            raise SpecError(loc, f"{name}: argument '{arg_name}' may only default to None")
+        if not kwarg_only and seen_default and not has_default:
+            raise SpecError(loc, f"{name}: argument '{arg_name}' without default follows one with a default")
+        seen_default = seen_default or has_default
+        args.append(Arg(arg_name, kind, type_text + (qmark or ""), optional, has_default, default, kwarg_only))
+    return Schema(name, overload, tuple(args), returns, text.strip())
+
+
+# ---------------------------------------------------------------- ops.yaml
+
+OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "result_dtype",
+           "dims", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "doc"]
+DOMAINS = ["positive", "nonzero"]
+
+
+def _closest(word: str, options) -> str:
+    import difflib
+
+    m = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean '{m[0]}'?)" if m else ""
+
+
+def _names_list(entry: dict, key: str, schema: Schema, kinds=("tensor",)) -> list[str]:
+    if key not in entry:
+        return []
+    node = entry[key]
+    if not isinstance(node.value, list) or not all(isinstance(x.value, str) for x in node.value):
+        raise SpecError(node.loc, f"{schema.full_name}: '{key}' must be a list of argument names")
+    names = []
+    for x in node.value:
+        a = schema.arg(x.value)
+        if a is None:
+            raise SpecError(x.loc, f"{schema.full_name}: '{key}' names unknown argument '{x.value}'"
+                            + _closest(x.value, [b.name for b in schema.args]))
+        if a.kind not in kinds:
+            raise SpecError(x.loc, f"{schema.full_name}: '{key}' entry '{x.value}' must be a {' or '.join(kinds)} argument")
+        names.append(x.value)
+    return names
+
+
+def _parse_dtypes(entry: dict, schema: Schema) -> dict:
+    tensors = [a.name for a in schema.tensor_args]
+    if "dtypes" not in entry:
+        if tensors:
+            raise SpecError(entry["func"].loc, f"{schema.full_name}: missing 'dtypes' (the dtype set its tensors accept)")
+        return {}
+    node = entry["dtypes"]
+
+    def one(n: Node) -> list[str]:
+        if not isinstance(n.value, str) or n.value not in DTYPE_SETS:
+            raise SpecError(n.loc, f"{schema.full_name}: unknown dtype set '{n.value}'"
+                            + _closest(str(n.value), DTYPE_SETS) + f"; known: {', '.join(DTYPE_SETS)}")
+        return DTYPE_SETS[n.value]
+
+    if isinstance(node.value, dict):
+        out = {}
+        for k, v in node.value.items():
+            if k not in tensors:
+                raise SpecError(v.key_loc, f"{schema.full_name}: dtypes names '{k}', which is not a tensor argument")
+            out[k] = one(v)
+        for t in tensors:
+            if t not in out:
+                raise SpecError(node.loc, f"{schema.full_name}: dtypes gives no set for tensor argument '{t}'")
+        return out
+    s = one(node)
+    return {t: s for t in tensors}
+
+
+def parse_op(node: Node) -> Op:
+    if not isinstance(node.value, dict):
+        raise SpecError(node.loc, "each entry must be a mapping starting with 'func:'")
+    e = node.value
+    if "func" not in e:
+        raise SpecError(node.loc, "entry has no 'func' key")
+    for k, v in e.items():
+        if k not in OP_KEYS:
+            raise SpecError(v.key_loc, f"unknown key '{k}'" + _closest(k, OP_KEYS))
+    if not isinstance(e["func"].value, str):
+        raise SpecError(e["func"].loc, "'func' must be a schema string")
+    schema = parse_schema(e["func"].value, e["func"].loc)
+    fn = schema.full_name
+    loc = e["func"].loc
+
+    def get_str(key, default=None, choices=None):
+        if key not in e:
+            return default
+        v = e[key]
+        if not isinstance(v.value, str):
+            raise SpecError(v.loc, f"{fn}: '{key}' must be a string")
+        if choices is not None and v.value not in choices:
+            raise SpecError(v.loc, f"{fn}: '{key}' must be one of {', '.join(choices)}, got '{v.value}'"
+                            + _closest(v.value, choices))
+        return v.value
+
+    family = get_str("family", choices=FAMILIES)
+    if family is None:
+        raise SpecError(loc, f"{fn}: missing 'family' ({', '.join(FAMILIES)})")
+    doc = get_str("doc")
+    if not doc:
+        raise SpecError(loc, f"{fn}: missing 'doc'")
+    variants = ["function"]
+    if "variants" in e:
+        vn = e["variants"]
+        if not isinstance(vn.value, list):
+            raise SpecError(vn.loc, f"{fn}: 'variants' must be a list")
+        variants = []
+        for x in vn.value:
+            if x.value not in VARIANTS:
+                raise SpecError(x.loc, f"{fn}: unknown variant '{x.value}'" + _closest(str(x.value), VARIANTS))
+            variants.append(x.value)
+        if "function" not in variants:
+            raise SpecError(vn.loc, f"{fn}: 'variants' must include 'function'")
+
+    impls = [k for k in ("pointwise", "dispatch", "view", "composite") if k in e]
+    if len(impls) != 1:
+        raise SpecError(loc, f"{fn}: exactly one of pointwise, dispatch, view, composite is required"
+                        + (f" (got {', '.join(impls)})" if impls else ""))
+    impl_key = impls[0]
+    impl = {"pointwise": "pointwise", "dispatch": "kernel", "view": "view", "composite": "composite"}[impl_key]
+    dispatch = {}
+    impl_fn = None
+    pointwise = None
+    if impl_key == "dispatch":
+        dn = e["dispatch"]
+        if not isinstance(dn.value, dict) or not dn.value:
+            raise SpecError(dn.loc, f"{fn}: 'dispatch' must map devices (cpu, cuda) to kernel names")
+        for dev, kn in dn.value.items():
+            if dev not in ("cpu", "cuda"):
+                raise SpecError(kn.key_loc, f"{fn}: unknown device '{dev}' in dispatch" + _closest(dev, ["cpu", "cuda"]))
+            if not isinstance(kn.value, str) or not re.match(r"^yt__[a-z0-9_]+$", kn.value):
+                raise SpecError(kn.loc, f"{fn}: kernel name must look like yt__{dev}_<op>, got '{kn.value}'")
+            dispatch[dev] = kn.value
+    elif impl_key in ("view", "composite"):
+        impl_fn = get_str(impl_key)
+        if not re.match(r"^yt__[a-z0-9_]+$", impl_fn):
+            raise SpecError(e[impl_key].loc, f"{fn}: '{impl_key}' must name a yt__ function, got '{impl_fn}'")
+        if impl_key == "view" and (not schema.args or schema.args[0].kind != "tensor"):
+            raise SpecError(loc, f"{fn}: a view op's first argument must be the tensor it views")
+        if impl_key == "view" and variants != ["function"]:
+            raise SpecError(e["variants"].loc, f"{fn}: view ops have only the function variant")
+        if impl_key == "composite" and variants != ["function"]:
+            raise SpecError(e["variants"].loc, f"{fn}: composite ops have only the function variant")
+    else:
+        pointwise = get_str("pointwise")
+        if not schema.tensor_args:
+            raise SpecError(loc, f"{fn}: a pointwise op needs a tensor argument")
+
+    if "inplace" in variants and (not schema.args or schema.args[0].kind != "tensor" or schema.args[0].name != "self"):
+        raise SpecError(e["variants"].loc, f"{fn}: an in-place variant needs 'Tensor self' as first argument")
+
+    dtypes = _parse_dtypes(e, schema)
+    broadcast = _names_list(e, "broadcast", schema)
+    promote = _names_list(e, "promote", schema, kinds=("tensor", "scalar"))
+    same_dtype = _names_list(e, "same_dtype", schema)
+    if impl == "pointwise" and len(schema.tensor_args) > 1 and not broadcast:
+        raise SpecError(loc, f"{fn}: a pointwise op with several tensors must declare 'broadcast'")
+
+    result_dtype = get_str("result_dtype")
+    if result_dtype is not None:
+        if not (result_dtype in DTYPES or result_dtype == "floating" or
+                (schema.arg(result_dtype) is not None and schema.arg(result_dtype).kind == "dtype") or
+                re.match(r"^yt__[a-z0-9_]+\((.*)\)$", result_dtype)):
+            raise SpecError(e["result_dtype"].loc, f"{fn}: result_dtype must be a dtype name, 'floating', a ScalarType "
+                            f"argument or a yt__ function call, got '{result_dtype}'")
+        _check_call_args(result_dtype, schema, e["result_dtype"].loc)
+
+    dims = {}
+    if "dims" in e:
+        dn = e["dims"]
+        items = []
+        if isinstance(dn.value, list):
+            items = [(x.value, x.loc, "self.dim") for x in dn.value]
+        elif isinstance(dn.value, dict):
+            items = [(k, v.key_loc, v.value) for k, v in dn.value.items()]
+        else:
+            raise SpecError(dn.loc, f"{fn}: 'dims' must be a list of dim arguments or a mapping to their rank")
+        for name, nloc, rank in items:
+            a = schema.arg(name) if isinstance(name, str) else None
+            if a is None or a.kind not in ("int", "intlist"):
+                raise SpecError(nloc, f"{fn}: 'dims' entry '{name}' must be an int or int[] argument")
+            if not isinstance(rank, str) or not re.match(r"^[a-z_][a-z0-9_]*\.dim( \+ 1)?$", rank):
+                raise SpecError(nloc, f"{fn}: rank of '{name}' must be 'TENSOR.dim' or 'TENSOR.dim + 1'")
+            tname = rank.split(".")[0]
+            if schema.arg(tname) is None or schema.arg(tname).kind != "tensor":
+                raise SpecError(nloc, f"{fn}: rank of '{name}' names '{tname}', which is not a tensor argument")
+            dims[name] = rank
+
+    checks = []
+    if "checks" in e:
+        cn = e["checks"]
+        if not isinstance(cn.value, list):
+            raise SpecError(cn.loc, f"{fn}: 'checks' must be a list")
+        for c in cn.value:
+            if not isinstance(c.value, dict) or set(c.value) != {"check", "bad"}:
+                raise SpecError(c.loc, f"{fn}: each check needs exactly 'check' (an expression) and 'bad' "
+                                "(arguments that violate it, for the generated error test)")
+            if not isinstance(c.value["check"].value, str):
+                raise SpecError(c.loc, f"{fn}: 'check' must be an expression string")
+            bad = _parse_sample(c.value["bad"], schema)
+            checks.append(Check(c.value["check"].value, bad, c.value["check"].loc))
+
+    shape = None
+    if "shape" in e:
+        sn = e["shape"]
+        if isinstance(sn.value, list):
+            shape = [x.value for x in sn.value]
+            if not all(isinstance(x, str) for x in shape):
+                raise SpecError(sn.loc, f"{fn}: shape list entries must be expressions (strings)")
+        elif isinstance(sn.value, str):
+            shape = sn.value
+            a = schema.arg(shape)
+            if a is not None:
+                if a.kind != "intlist":
+                    raise SpecError(sn.loc, f"{fn}: shape names '{shape}', which is not an int[] argument")
+            elif not re.match(r"^yt__[a-z0-9_]+\((.*)\)$", shape):
+                raise SpecError(sn.loc, f"{fn}: shape must be a list, an int[] argument or a yt__ function call")
+            else:
+                _check_call_args(shape, schema, sn.loc)
+        else:
+            raise SpecError(sn.loc, f"{fn}: bad 'shape'")
+    if impl in ("kernel",) and shape is None and not broadcast and not schema.tensor_args:
+        raise SpecError(loc, f"{fn}: a kernel op without tensor arguments must declare 'shape'")
+
+    domain = get_str("domain", choices=DOMAINS)
+    samples = []
+    samples_loc = e["samples"].loc if "samples" in e else loc
+    if "samples" in e:
+        if not isinstance(e["samples"].value, list):
+            raise SpecError(e["samples"].loc, f"{fn}: 'samples' must be a list")
+        samples = [_parse_sample(s, schema) for s in e["samples"].value]
+
+    return Op(schema=schema, loc=loc, family=family, variants=variants, dtypes=dtypes, broadcast=broadcast,
+              promote=promote, same_dtype=same_dtype, result_dtype=result_dtype, dims=dims, checks=checks,
+              shape=shape, impl=impl, pointwise=pointwise, dispatch=dispatch, impl_fn=impl_fn, domain=domain,
+              samples=samples, samples_loc=samples_loc, doc=doc)
+
+
+def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
+    m = re.match(r"^yt__[a-z0-9_]+\((.*)\)$", call)
+    if not m:
+        return
+    for name in [x.strip() for x in m.group(1).split(",") if x.strip()]:
+        if schema.arg(name) is None:
+            raise SpecError(loc, f"{schema.full_name}: '{call}' names unknown argument '{name}'"
+                            + _closest(name, [a.name for a in schema.args]))
+
+
+def _parse_sample(node: Node, schema: Schema) -> dict:
+    """A test sample: argument name -> value. Tensors are a size list or {shape, dtype, transpose}."""
+    fn = schema.full_name
+    if not isinstance(node.value, dict):
+        raise SpecError(node.loc, f"{fn}: a sample must map argument names to values")
+    out = {}
+    for k, v in node.value.items():
+        a = schema.arg(k)
+        if a is None:
+            raise SpecError(v.key_loc, f"{fn}: sample names unknown argument '{k}'"
+                            + _closest(k, [b.name for b in schema.args]))
+        val = plain(v)
+        if a.kind == "tensor":
+            spec = {"shape": val} if isinstance(val, list) else val
+            if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
+                    not all(isinstance(x, int) and x >= 0 for x in spec["shape"]) or \
+                    set(spec) - {"shape", "dtype", "transpose"}:
+                raise SpecError(v.loc, f"{fn}: tensor sample '{k}' must be a size list or "
+                                "{shape: [...], dtype: NAME, transpose: BOOL}")
+            if spec.get("dtype", "f64") not in DTYPES:
+                raise SpecError(v.loc, f"{fn}: unknown dtype '{spec.get('dtype')}' in sample")
+            if spec.get("transpose") and len(spec["shape"]) < 2:
+                raise SpecError(v.loc, f"{fn}: 'transpose' needs at least 2 dims")
+            out[k] = spec
+        elif a.kind == "intlist":
+            if not isinstance(val, list) or not all(isinstance(x, int) for x in val):
+                raise SpecError(v.loc, f"{fn}: sample value of '{k}' must be a list of ints")
+            out[k] = val
+        elif a.kind == "int":
+            if not (isinstance(val, int) and not isinstance(val, bool)) and not (a.optional and val in (None, "None")):
+                raise SpecError(v.loc, f"{fn}: sample value of '{k}' must be an int")
+            out[k] = None if val == "None" else val
+        elif a.kind == "bool":
+            if not isinstance(val, bool):
+                raise SpecError(v.loc, f"{fn}: sample value of '{k}' must be true or false")
+            out[k] = val
+        elif a.kind in ("scalar", "float"):
+            if not isinstance(val, (int, float)):
+                raise SpecError(v.loc, f"{fn}: sample value of '{k}' must be a number")
+            out[k] = val
+        elif a.kind == "dtype":
+            if val not in DTYPES:
+                raise SpecError(v.loc, f"{fn}: sample value of '{k}' must be a dtype name")
+            out[k] = val
+        else:
+            raise SpecError(v.loc, f"{fn}: samples cannot set '{k}'")
+    return out
+
+
+def parse_ops(text: str, file: str = "ops.yaml") -> list[Op]:
+    root = load_yaml(text, file)
+    if not isinstance(root.value, list):
+        raise SpecError(root.loc, "the file must be a list of operator entries")
+    ops = []
+    seen = {}
+    c_names = {}
+    for node in root.value:
+        op = parse_op(node)
+        fn = op.schema.full_name
+        bare = op.schema.name
+        op.c_name = bare if bare not in c_names else f"{bare}_{op.schema.overload.lower()}"
+        if fn in seen:
+            raise SpecError(op.loc, f"duplicate operator '{fn}' (first defined at line {seen[fn].line})")
+        if op.c_name in c_names:
+            raise SpecError(op.loc, f"'{fn}' maps to C name yt_{op.c_name}, already used at line {c_names[op.c_name].line}")
+        seen[fn] = op.loc
+        c_names[op.c_name] = op.loc
+        ops.append(op)
+    return ops
+
+
+# ---------------------------------------------------------------- derivatives.yaml
+
+def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") -> None:
+    """Attaches a Derivative to each op; checks coverage and formula argument names."""
+    root = load_yaml(text, file)
+    if not isinstance(root.value, list):
+        raise SpecError(root.loc, "the file must be a list of derivative entries")
+    by_name = {op.schema.full_name: op for op in ops}
+    for node in root.value:
+        if not isinstance(node.value, dict) or "name" not in node.value:
+            raise SpecError(node.loc, "each entry must be a mapping starting with 'name:'")
+        e = node.value
+        name_node = e["name"]
+        schema = parse_schema(str(name_node.value), name_node.loc)
+        op = by_name.get(schema.full_name)
+        if op is None:
+            raise SpecError(name_node.loc, f"derivative for unknown op '{schema.full_name}'"
+                            + _closest(schema.full_name, by_name))
+        if op.derivative is not None:
+            raise SpecError(name_node.loc, f"duplicate derivative for '{schema.full_name}' "
+                            f"(first at line {op.derivative.loc.line})")
+        if schema.text != op.schema.text:
+            raise SpecError(name_node.loc, f"schema does not match ops.yaml:{op.loc.line}: "
+                            f"'{schema.text}' vs '{op.schema.text}'")
+        d = Derivative(schema.text, name_node.loc)
+        for k, v in e.items():
+            if k == "name":
+                continue
+            if k == "not_differentiable":
+                if v.value is not True:
+                    raise SpecError(v.loc, "not_differentiable must be true when given")
+                d.not_differentiable = True
+                continue
+            a = op.schema.arg(k)
+            if a is None:
+                raise SpecError(v.key_loc, f"{schema.full_name}: formula for unknown argument '{k}'"
+                                + _closest(k, [b.name for b in op.schema.args]))
+            if a.kind != "tensor":
+                raise SpecError(v.key_loc, f"{schema.full_name}: '{k}' is not a tensor argument; only tensors get gradients")
+            if not isinstance(v.value, str) or not v.value.strip():
+                raise SpecError(v.loc, f"{schema.full_name}: formula for '{k}' must be an expression string")
+            d.formulas.append(Formula(k, v.value.strip(), v.loc))
+        if d.not_differentiable and d.formulas:
+            raise SpecError(name_node.loc, f"{schema.full_name}: not_differentiable entries take no formulas")
+        if not d.not_differentiable and not d.formulas:
+            raise SpecError(name_node.loc, f"{schema.full_name}: no formulas (mark it not_differentiable: true if intended)")
+        op.derivative = d
+    for op in ops:
+        if op.derivative is None and op.impl != "composite" and op.schema.tensor_args and \
+                not all(d == ["bool"] for d in op.dtypes.values()):
+            raise SpecError(op.loc, f"{op.schema.full_name}: differentiable op has no entry in {file} "
+                            "(add formulas, or an entry with not_differentiable: true)")

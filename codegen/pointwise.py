@@ -1,0 +1,118 @@
+"""Pointwise scalar expressions (ops.yaml `pointwise:`) -> C inner loops per dtype."""
+
+from __future__ import annotations
+
+import ast
+
+from model import Op, SpecError
+
+# dtype -> (storage C type, compute C type, load format, store format)
+DTYPE_C = {
+    "bool": ("bool", "bool", "{}", "(bool)({})"),
+    "u8": ("uint8_t", "uint8_t", "{}", "(uint8_t)({})"),
+    "i8": ("int8_t", "int8_t", "{}", "(int8_t)({})"),
+    "i16": ("int16_t", "int16_t", "{}", "(int16_t)({})"),
+    "i32": ("int32_t", "int32_t", "{}", "(int32_t)({})"),
+    "i64": ("int64_t", "int64_t", "{}", "(int64_t)({})"),
+    "f16": ("uint16_t", "float", "yt__f16_to_f32({})", "yt__f32_to_f16({})"),
+    "bf16": ("uint16_t", "float", "yt__bf16_to_f32({})", "yt__f32_to_bf16({})"),
+    "f32": ("float", "float", "{}", "{}"),
+    "f64": ("double", "double", "{}", "{}"),
+}
+FLOAT_FUNCS = {"exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "pow": 2, "fabs": 1}
+_BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_CMP = {ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.GtE: ">=", ast.LtE: "<=", ast.NotEq: "!="}
+
+
+class PointwiseExpr:
+    """A parsed pointwise expression of an op; renders C for one compute type."""
+
+    def __init__(self, op: Op):
+        self.op = op
+        try:
+            self.tree = ast.parse(op.pointwise, mode="eval").body
+        except SyntaxError as e:
+            raise SpecError(op.loc, f"{op.schema.full_name}: pointwise expression: syntax error: {e.msg}") from None
+        self.names = set()
+        self._validate(self.tree)
+
+    def _fail(self, msg):
+        raise SpecError(self.op.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
+
+    def _validate(self, n):
+        if isinstance(n, ast.Name):
+            a = self.op.schema.arg(n.id)
+            if a is None or a.kind not in ("tensor", "scalar"):
+                self._fail(f"'{n.id}' is not a Tensor or Scalar argument")
+            self.names.add(n.id)
+        elif isinstance(n, ast.Constant):
+            if not isinstance(n.value, (int, float)) or isinstance(n.value, bool):
+                self._fail(f"unsupported constant {n.value!r}")
+        elif isinstance(n, ast.BinOp):
+            if type(n.op) not in _BIN:
+                self._fail(f"unsupported operator {type(n.op).__name__}")
+            self._validate(n.left)
+            self._validate(n.right)
+        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.Not)):
+            self._validate(n.operand)
+        elif isinstance(n, ast.Compare):
+            if len(n.ops) != 1 or type(n.ops[0]) not in _CMP:
+                self._fail("only single comparisons are supported")
+            self._validate(n.left)
+            self._validate(n.comparators[0])
+        elif isinstance(n, ast.IfExp):
+            for x in (n.test, n.body, n.orelse):
+                self._validate(x)
+        elif isinstance(n, ast.Call):
+            if not isinstance(n.func, ast.Name) or n.func.id not in FLOAT_FUNCS:
+                self._fail(f"unknown function; known: {', '.join(FLOAT_FUNCS)}")
+            if len(n.args) != FLOAT_FUNCS[n.func.id] or n.keywords:
+                self._fail(f"{n.func.id} takes {FLOAT_FUNCS[n.func.id]} argument(s)")
+            for x in n.args:
+                self._validate(x)
+        else:
+            self._fail(f"unsupported syntax '{ast.unparse(n)}'")
+
+    def uses_functions(self) -> bool:
+        return any(isinstance(n, ast.Call) for n in ast.walk(self.tree))
+
+    def render(self, dtype: str) -> str:
+        ctype = DTYPE_C[dtype][1]
+        is_float = ctype in ("float", "double")
+
+        def r(n) -> str:
+            if isinstance(n, ast.Name):
+                return n.id
+            if isinstance(n, ast.Constant):
+                if isinstance(n.value, float) and not is_float:
+                    self._fail(f"float constant in an integer loop ({dtype})")
+                return f"({ctype}){n.value!r}"
+            if isinstance(n, ast.BinOp):
+                return f"({r(n.left)} {_BIN[type(n.op)]} {r(n.right)})"
+            if isinstance(n, ast.UnaryOp):
+                return f"(-{r(n.operand)})" if isinstance(n.op, ast.USub) else f"(!{r(n.operand)})"
+            if isinstance(n, ast.Compare):
+                return f"({r(n.left)} {_CMP[type(n.ops[0])]} {r(n.comparators[0])})"
+            if isinstance(n, ast.IfExp):
+                return f"({r(n.test)} ? {r(n.body)} : {r(n.orelse)})"
+            if isinstance(n, ast.Call):
+                if not is_float:
+                    self._fail(f"{n.func.id}() has no {dtype} form (declare result_dtype: floating)")
+                fn = n.func.id + ("f" if ctype == "float" else "")
+                return f"{fn}({', '.join(r(a) for a in n.args)})"
+            raise AssertionError(n)
+
+        text = r(self.tree)
+        if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+            text = text[1:-1]
+        return text
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0

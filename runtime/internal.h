@@ -1,0 +1,314 @@
+/* Internal contract between the runtime, the generated code and the kernels. Not installed.
+ *
+ * Naming: yt__ for internal non-static symbols. Everything here may change between versions. */
+#ifndef YT_INTERNAL_H
+#define YT_INTERNAL_H
+
+#include <yaten.h>
+
+#include <stdarg.h>
+#include <stdatomic.h>
+
+/* Generated files check this so a stale generated/ fails to compile. */
+#define YT_CODEGEN_ABI 1
+
+#define YT_INTERNAL __attribute__((visibility("hidden")))
+
+/* ---------------------------------------------------------------- shapes and overflow */
+
+typedef struct yt_shape {
+    int dim;
+    int64_t sizes[YT_MAX_DIM];
+} yt_shape;
+
+/* An `int[]` argument saved in a backward node (dims, sizes; at most YT_MAX_DIM entries). */
+typedef struct yt_int_list {
+    int len;
+    int64_t v[YT_MAX_DIM];
+} yt_int_list;
+
+/* Overflow-checked arithmetic: false (and *out untouched) on overflow. */
+static inline bool
+yt__mul_ok(int64_t *out, int64_t a, int64_t b)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+static inline bool
+yt__add_ok(int64_t *out, int64_t a, int64_t b)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+/* Records (code, printf-style message) as this thread's error and returns NULL. Messages start
+ * with the op name: "mm: self.size(1)=3 does not match mat2.size(0)=4". */
+YT_INTERNAL yt_tensor *yt__fail(yt_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same, returning the code (for functions that return yt_status). */
+YT_INTERNAL yt_status yt__fail_status(yt_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- storage and tensors */
+
+typedef struct yt_storage {
+    atomic_int_fast64_t refcount;
+    void *data;
+    size_t nbytes;
+    yt_device device;
+    atomic_uint_fast64_t version; /* shared by every view; bumped by in-place writes */
+} yt_storage;
+
+typedef struct yt_node yt_node;
+
+struct yt_tensor {
+    atomic_int_fast64_t refcount;
+    yt_storage *storage;
+    int64_t offset; /* elements */
+    int64_t numel;
+    int dim;
+    yt_dtype dtype;
+    yt_device device;
+    bool is_contiguous; /* cached by yt__tensor_set_geometry */
+    bool requires_grad; /* leaves: set by the user; results: set when recorded */
+    int64_t sizes[YT_MAX_DIM];
+    int64_t strides[YT_MAX_DIM]; /* elements */
+    /* autograd */
+    yt_node *grad_fn; /* strong reference; NULL for leaves */
+    int output_nr;    /* which output of grad_fn this is */
+    yt_tensor *grad;  /* leaves: accumulated gradient (strong) */
+};
+
+/* Storage of `nbytes` on `device`, refcount 1, version 0. NULL with YT_ERR_NOMEM. */
+YT_INTERNAL yt_storage *yt__storage_new(size_t nbytes, yt_device device);
+YT_INTERNAL void yt__storage_retain(yt_storage *s);
+YT_INTERNAL void yt__storage_release(yt_storage *s);
+
+/* New contiguous tensor (uninitialised data). Checks numel * dtype size for overflow.
+ * NULL with YT_ERR_NOMEM / YT_ERR_VALUE. */
+YT_INTERNAL yt_tensor *yt__empty(const yt_shape *shape, yt_dtype dtype, yt_device device);
+/* New contiguous tensor with `like`'s sizes, and the given dtype. */
+YT_INTERNAL yt_tensor *yt__empty_like(const yt_tensor *like, yt_dtype dtype);
+/* New tensor handle over `base`'s storage with the given geometry (no autograd info). The caller
+ * has checked that the geometry stays inside the storage. */
+YT_INTERNAL yt_tensor *yt__view_of(yt_tensor *base, int dim, const int64_t *sizes,
+                                   const int64_t *strides, int64_t offset);
+/* A handle with `t`'s geometry and storage, without autograd info (detach). */
+YT_INTERNAL yt_tensor *yt__alias(yt_tensor *t);
+/* Recomputes numel and is_contiguous after sizes/strides were written. */
+YT_INTERNAL void yt__tensor_set_geometry(yt_tensor *t);
+YT_INTERNAL void yt__shape_of(yt_shape *out, const yt_tensor *t);
+YT_INTERNAL void yt__contiguous_strides(int64_t *strides, const int64_t *sizes, int dim);
+/* Pointer to element 0 (CPU). */
+static inline char *
+yt__data_ptr(const yt_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * (int64_t)yt_dtype_size(t->dtype);
+}
+/* Marks an in-place write: bumps the version counter shared by all views. */
+static inline void
+yt__bump_version(yt_tensor *t)
+{
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- CPU allocator */
+
+/* Caching allocator: blocks are kept in size classes and reused, so steady-state training does
+ * not page-fault. 64-byte aligned. NULL on failure (no error recorded). */
+YT_INTERNAL void *yt__cpu_alloc(size_t nbytes);
+YT_INTERNAL void yt__cpu_free(void *ptr, size_t nbytes);
+
+/* ---------------------------------------------------------------- dtypes and scalars */
+
+/* Bit of a dtype in a dtype set (generated checks test membership with a mask). */
+#define YT_DTYPE_BIT(d) (1u << (unsigned)(d))
+
+/* PyTorch's result_type over tensors and scalars: dimensioned tensors first, then 0-d tensors,
+ * then scalars, each only raising the category (bool < integral < floating). */
+YT_INTERNAL yt_dtype yt__result_type(int n_tensors, yt_tensor *const *tensors, int n_scalars,
+                                     const yt_scalar *scalars);
+/* Whether a value of dtype `from` may be written to `to` under PyTorch's in-place rule (no
+ * category demotion: float -> int and int -> bool are refused). */
+YT_INTERNAL bool yt__can_cast(yt_dtype from, yt_dtype to);
+/* Integral dtypes (incl. bool) become f32, the default float; floating stay. */
+YT_INTERNAL yt_dtype yt__to_floating(yt_dtype d);
+YT_INTERNAL double yt__scalar_to_double(yt_scalar s);
+YT_INTERNAL int64_t yt__scalar_to_i64(yt_scalar s);
+/* The dtype a scalar has as a tensor (bool, i64 or f64). */
+YT_INTERNAL yt_dtype yt__scalar_dtype(yt_scalar s);
+
+/* f16 / bf16 conversions (round to nearest even). */
+YT_INTERNAL float yt__f16_to_f32(uint16_t h);
+YT_INTERNAL uint16_t yt__f32_to_f16(float f);
+YT_INTERNAL float yt__bf16_to_f32(uint16_t h);
+YT_INTERNAL uint16_t yt__f32_to_bf16(float f);
+
+/* ---------------------------------------------------------------- argument helpers for generated code */
+
+/* Broadcast shapes of `n` tensors (PyTorch rules). On failure records
+ * "mul: self.size(1)=4 cannot broadcast with other.size(1)=3" and returns YT_ERR_SHAPE. */
+YT_INTERNAL yt_status yt__broadcast_shapes(yt_shape *out, const char *op, int n,
+                                           yt_tensor *const *tensors, const char *const *names);
+/* Wraps a possibly negative dim into 0..ndim-1 (0-d tensors accept -1 and 0). On failure records
+ * "sum: dim=3 is out of range for a 2-D self (expected -2..1)" and returns YT_ERR_VALUE. */
+YT_INTERNAL yt_status yt__wrap_dim(int64_t *dim, int ndim, const char *op, const char *arg);
+/* Wraps each entry of a dim list in place and rejects duplicates and more than YT_MAX_DIM. */
+YT_INTERNAL yt_status yt__wrap_dims(int64_t *dims, int n, int ndim, const char *op,
+                                    const char *arg);
+/* Returns `t` converted to `dtype` (a new reference; `t` itself, retained, when it already has
+ * it). Differentiable when t requires grad. */
+YT_INTERNAL yt_tensor *yt__to_dtype(yt_tensor *t, yt_dtype dtype);
+/* Copies `src` into `dst` elementwise, broadcasting src to dst's shape and converting dtype.
+ * Not recorded by autograd; does not bump versions. */
+YT_INTERNAL yt_status yt__copy_into(yt_tensor *dst, yt_tensor *src);
+
+/* ---------------------------------------------------------------- pointwise iteration */
+
+/* Inner loop over `n` elements: data[0] is the output, data[1..] the inputs; strides in bytes
+ * (0 for a broadcast input). */
+typedef void (*yt__loop_fn)(char **data, const int64_t *strides, int64_t n, const void *ctx);
+
+/* Runs `loop` over every element of `out`, with each input broadcast to out's shape (the caller
+ * checked broadcastability). Coalesces dimensions, calls `loop` once for contiguous operands, and
+ * splits the outer loop across threads above YT_PARALLEL_GRAIN elements. At most 7 inputs. */
+YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in,
+                                    yt__loop_fn loop, const void *ctx);
+
+/* Below this many elements kernels stay single-threaded. */
+#define YT_PARALLEL_GRAIN 32768
+
+/* ---------------------------------------------------------------- scopes and thread state */
+
+typedef struct yt__scope yt__scope;
+
+typedef struct yt__thread_state {
+    bool grad_disabled;   /* yt_set_grad_enabled(false) */
+    bool anomaly_enabled; /* yt_set_anomaly_enabled(true) */
+    int scope_suspended;  /* > 0 while internal code calls public ops */
+    yt__scope *scope;     /* innermost open scope, or NULL */
+} yt__thread_state;
+
+extern _Thread_local yt__thread_state yt__tls;
+
+/* Registers a tensor returned to the user with the innermost open scope (no-op when none is open
+ * or tracking is suspended). Returns `t`. On allocation failure releases `t` and returns NULL. */
+YT_INTERNAL yt_tensor *yt__scope_track(yt_tensor *t);
+static inline void
+yt__scope_suspend(void)
+{
+    yt__tls.scope_suspended++;
+}
+static inline void
+yt__scope_resume(void)
+{
+    yt__tls.scope_suspended--;
+}
+
+/* ---------------------------------------------------------------- autograd */
+
+/* Where the gradient of one forward input goes: to output `input_nr` of `node`, or straight into
+ * `leaf`->grad. Both NULL: the input does not need a gradient. Both references are strong. */
+typedef struct yt_edge {
+    yt_node *node;
+    yt_tensor *leaf;
+    int input_nr;
+} yt_edge;
+
+typedef struct yt_node_kind {
+    const char *name;    /* "MulBackward" */
+    const char *op_name; /* "mul", the forward op (for error messages and anomaly mode) */
+    size_t size;         /* sizeof the op's node struct (yt_node first) */
+    /* Computes out[i] (new references) for every i with needs_grad[i]; grads has one tensor per
+     * forward output (zeros filled in by the engine where no gradient arrived). */
+    yt_status (*backward)(yt_node *node, yt_tensor *const *grads, yt_tensor **out);
+    /* Releases saved values (after a backward without retain_graph, and at destruction). */
+    void (*release_saved)(yt_node *node);
+} yt_node_kind;
+
+struct yt_node {
+    const yt_node_kind *kind;
+    atomic_int_fast64_t refcount;
+    uint64_t seq;         /* creation order; the engine runs later nodes first */
+    int n_inputs;         /* forward tensor inputs = gradients this node produces */
+    int n_outputs;        /* forward outputs = gradients this node receives */
+    bool saved_released;  /* saved values freed by a backward without retain_graph */
+    bool *needs_grad;     /* [n_inputs] */
+    yt_edge *next;        /* [n_inputs] */
+    yt_shape *out_shapes; /* [n_outputs]: for zero-filling missing gradients */
+    yt_dtype *out_dtypes; /* [n_outputs] */
+    /* engine scratch, valid during one yt_backward */
+    int pending;            /* dependencies not yet satisfied */
+    yt_tensor **grad_accum; /* [n_outputs] gradients summed so far */
+};
+
+/* True when grad mode is on and any of the tensors requires grad. NULL entries are skipped. */
+YT_INTERNAL bool yt__any_requires_grad(int n, yt_tensor *const *tensors);
+/* Allocates a zeroed node of kind->size bytes plus its arrays; refcount 1. NULL on OOM (error set). */
+YT_INTERNAL yt_node *yt__node_new(const yt_node_kind *kind, int n_inputs, int n_outputs);
+YT_INTERNAL void yt__node_retain(yt_node *node);
+YT_INTERNAL void yt__node_release(yt_node *node);
+/* Connects forward input `i` (may be NULL, or not require grad: then no gradient flows). */
+YT_INTERNAL void yt__node_set_edge(yt_node *node, int i, yt_tensor *input);
+/* Makes `node` the grad_fn of `result` as output `output_nr` (takes a node reference, sets
+ * requires_grad, records shape and dtype for zero-filling). */
+YT_INTERNAL void yt__node_set_output(yt_node *node, yt_tensor *result, int output_nr);
+/* In-place ops on leaves that require grad are refused (as in PyTorch) while grad mode is on. */
+YT_INTERNAL yt_status yt__check_inplace(yt_tensor *self, const char *op);
+
+/* A tensor saved for backward. Inputs are kept as they are (strong reference); outputs are kept
+ * as a detached alias so the node does not own itself, and re-attached on unpack. */
+typedef struct yt_saved {
+    yt_tensor *tensor;
+    uint64_t version; /* storage version when saved */
+    bool is_output;
+    int output_nr;
+} yt_saved;
+
+YT_INTERNAL yt_status yt__saved_init(yt_saved *saved, yt_tensor *t, bool is_output, int output_nr);
+/* A new reference to the saved tensor, or NULL with YT_ERR_STATE when it was modified in place
+ * since ("mul: saved tensor 'other' was modified by an in-place operation: version 2, expected
+ * 1") or already freed by an earlier backward. `owner` re-attaches saved outputs. */
+YT_INTERNAL yt_tensor *yt__saved_unpack(yt_saved *saved, yt_node *owner, const char *name);
+YT_INTERNAL void yt__saved_release(yt_saved *saved);
+
+/* ---------------------------------------------------------------- random numbers */
+
+/* Philox4x32-10 counter-based generator: (seed, offset) fully defines the stream, so CPU and CUDA
+ * kernels can draw the same numbers and a checkpoint needs only two integers. */
+typedef struct yt_generator {
+    uint64_t seed;
+    uint64_t offset; /* 128-bit blocks consumed so far */
+} yt_generator;
+
+YT_INTERNAL yt_generator *yt__default_generator(void);
+/* Reserves `n_blocks` blocks of 4 uint32 and returns the first block's counter. */
+YT_INTERNAL uint64_t yt__generator_reserve(yt_generator *gen, uint64_t n_blocks);
+/* Block `counter` of the stream for `seed`. */
+YT_INTERNAL void yt__philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
+
+/* ---------------------------------------------------------------- support for generated op functions
+ * (runtime/op_support.c) */
+
+/* A NULL tensor argument: returns NULL, recording "OP: ARG is NULL" only when no error is already
+ * recorded, so the first error of a chain survives. */
+YT_INTERNAL yt_tensor *yt__null_arg(const char *op, const char *arg);
+/* The same for functions returning yt_status: the recorded (or new) error code. */
+YT_INTERNAL yt_status yt__null_status(const char *op, const char *arg);
+/* The recorded error code, or YT_ERR_INTERNAL when a NULL arrived without one. */
+YT_INTERNAL yt_status yt__last_status(void);
+/* A contiguous copy of `t` converted to `dtype`, outside autograd (inputs of kernels). */
+YT_INTERNAL yt_tensor *yt__cast_copy(yt_tensor *t, yt_dtype dtype);
+/* Releases `cast` when it is a copy made by yt__cast_copy (not `orig` itself). */
+YT_INTERNAL void yt__release_cast(yt_tensor *cast, yt_tensor *orig);
+/* Checks that `dst` (an out= tensor, or self of an in-place op) can receive a result of `shape`
+ * and `dtype` on `device`: same shape, a dtype the result may be cast to, and no two elements
+ * sharing memory. Records "OP: ARG has shape [2, 3] but the result has shape [4, 3]" etc. */
+YT_INTERNAL yt_status yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype,
+                                    yt_device device, const char *op, const char *arg);
+/* A copy of `t` (own storage) that keeps t's autograd identity (grad_fn, output_nr,
+ * requires_grad): in-place ops save it when their backward needs self's old value. */
+YT_INTERNAL yt_tensor *yt__snapshot(yt_tensor *t);
+
+#endif

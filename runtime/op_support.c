@@ -1,0 +1,101 @@
+/* Small helpers the generated op functions call: NULL propagation, kernel-input casts, out=
+ * validation, and snapshots for in-place autograd. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+yt_tensor *
+yt__null_arg(const char *op, const char *arg)
+{
+    if (yt_errcode() == YT_OK)
+        yt__fail(YT_ERR_VALUE, "%s: %s is NULL", op, arg);
+    return NULL;
+}
+
+yt_status
+yt__null_status(const char *op, const char *arg)
+{
+    yt__null_arg(op, arg);
+    return yt_errcode();
+}
+
+yt_status
+yt__last_status(void)
+{
+    yt_status st = yt_errcode();
+    return st != YT_OK ? st : YT_ERR_INTERNAL;
+}
+
+yt_tensor *
+yt__cast_copy(yt_tensor *t, yt_dtype dtype)
+{
+    yt_shape shape;
+    yt__shape_of(&shape, t);
+    yt_tensor *copy = yt__empty(&shape, dtype, t->device);
+    if (copy != NULL && yt__copy_into(copy, t) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+void
+yt__release_cast(yt_tensor *cast, yt_tensor *orig)
+{
+    if (cast != orig)
+        yt_release(cast);
+}
+
+static void
+format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < dim && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)sizes[i]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+}
+
+yt_status
+yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype, yt_device device,
+              const char *op, const char *arg)
+{
+    bool same = dst->dim == shape->dim;
+    for (int i = 0; same && i < shape->dim; i++)
+        same = dst->sizes[i] == shape->sizes[i];
+    if (!same) {
+        char have[160], want[160];
+        format_sizes(have, sizeof have, dst->sizes, dst->dim);
+        format_sizes(want, sizeof want, shape->sizes, shape->dim);
+        return yt__fail_status(YT_ERR_SHAPE, "%s: %s has shape %s but the result has shape %s", op,
+                               arg, have, want);
+    }
+    if (dst->device != device)
+        return yt__fail_status(YT_ERR_DEVICE, "%s: %s is on %s but the result is on %s", op, arg,
+                               yt_device_name(dst->device), yt_device_name(device));
+    if (!yt__can_cast(dtype, dst->dtype))
+        return yt__fail_status(YT_ERR_DTYPE, "%s: result type %s can't be cast to %s's dtype %s", op,
+                               yt_dtype_name(dtype), arg, yt_dtype_name(dst->dtype));
+    for (int i = 0; i < dst->dim; i++)
+        if (dst->strides[i] == 0 && dst->sizes[i] > 1)
+            return yt__fail_status(YT_ERR_VALUE,
+                                   "%s: %s has several elements sharing one memory location "
+                                   "(an expanded view); write into a contiguous copy instead",
+                                   op, arg);
+    return YT_OK;
+}
+
+yt_tensor *
+yt__snapshot(yt_tensor *t)
+{
+    yt_tensor *copy = yt__cast_copy(t, t->dtype);
+    if (copy == NULL)
+        return NULL;
+    copy->requires_grad = t->requires_grad;
+    copy->output_nr = t->output_nr;
+    copy->grad_fn = t->grad_fn;
+    if (copy->grad_fn != NULL)
+        yt__node_retain(copy->grad_fn);
+    return copy;
+}

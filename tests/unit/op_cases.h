@@ -1,0 +1,46 @@
+/* Per-op test cases emitted by the generator into generated/tests/op_cases.c. */
+#ifndef YT_TEST_OP_CASES_H
+#define YT_TEST_OP_CASES_H
+
+#include <yaten.h>
+
+/* One tensor input of a case: values are made by the runner (f64 by default). */
+typedef struct yt_case_tensor {
+    const char *name;
+    int dim;
+    int64_t sizes[YT_MAX_DIM];
+    yt_dtype dtype;
+    bool transpose; /* the transpose of a contiguous tensor of `sizes`: non-contiguous */
+} yt_case_tensor;
+
+/* Calls the op on the case's inputs; ctx is the function variant's result for out= calls. */
+typedef yt_tensor *(*yt_case_fn)(yt_tensor *const *inputs, void *ctx);
+
+typedef struct yt_op_case {
+    const char *op;    /* "mm" */
+    const char *where; /* "ops.yaml:412 sample 1" */
+    int n_inputs;
+    yt_case_tensor inputs[4];
+    yt_case_fn call;         /* the function variant, all arguments */
+    yt_case_fn call_inplace; /* on a clone of input 0; NULL when the op has none */
+    yt_case_fn call_out;     /* into zeros like ctx; NULL when the op has none */
+    bool differentiable;     /* gradcheck and gradgradcheck it */
+    const char *domain;      /* NULL, "positive" or "nonzero": where inputs are drawn from */
+} yt_op_case;
+
+typedef struct yt_error_case {
+    const char *op;
+    const char *what; /* "ops.yaml:41: self.dim == 2" */
+    int n_inputs;
+    yt_case_tensor inputs[4];
+    yt_case_fn call;
+    yt_status expect;          /* 0: any error code */
+    const char *expect_prefix; /* the message starts with it: "mm: " */
+} yt_error_case;
+
+extern const yt_op_case yt_op_cases[];
+extern const int yt_op_case_count;
+extern const yt_error_case yt_error_cases[];
+extern const int yt_error_case_count;
+
+#endif
