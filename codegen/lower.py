@@ -472,7 +472,9 @@ class OpLowering:
         layout does not fit the kernel."""
         op = self.op
         direct = f"{dest}->dtype == result_dtype" + ("" if op.impl == "pointwise" else f" && {dest}->is_contiguous")
-        b(f"yt_tensor *target = {direct} ? {dest} : yt__empty(&result_shape, result_dtype, result_device);")
+        b(f"yt_tensor *target = {direct}")
+        b(f"                        ? {dest}")
+        b("                        : yt__empty(&result_shape, result_dtype, result_device);")
         b(f"yt_status status = target == NULL ? yt_errcode() : kernel({self.kernel_call_args('target', casted)});")
         for t in casted:
             b(f"yt__release_cast({t}_k, {t});")
@@ -521,12 +523,15 @@ class OpLowering:
         if rec:
             b(f'if (recording && yt__check_inplace(self, "{name}") != YT_OK)')
             b("    return yt_errcode();")
-            if uses_self:
-                b("/* the backward formulas read self's value before this write: keep a copy */")
-                b("yt_tensor *self_before = recording ? yt__snapshot(self) : self;")
-                b("if (self_before == NULL)")
-                b("    return yt_errcode();")
         casted = self.casts(b)
+        if rec and uses_self:
+            b("/* the backward formulas read self's value before this write: keep a copy */")
+            b("yt_tensor *self_before = recording ? yt__snapshot(self) : self;")
+            b("if (self_before == NULL) {")
+            for t in casted:
+                b(f"yt__release_cast({t}_k, {t});", 2)
+            b("    return yt_errcode();")
+            b("}")
         self.write_target(b, "self", "inplace", casted)
         b("if (status == YT_OK)")
         b("    yt__bump_version(self);")

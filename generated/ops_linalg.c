@@ -111,7 +111,9 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
         return yt__fail_status(YT_ERR_STATE, "mm_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mm_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
     if (target != out) {
         if (status == YT_OK)

@@ -119,7 +119,9 @@ yt_add_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -189,7 +191,9 @@ yt_add_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -295,7 +299,9 @@ yt_add_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -357,7 +363,9 @@ yt_add_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -492,7 +500,9 @@ yt_sub_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -568,7 +578,9 @@ yt_sub_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -680,7 +692,9 @@ yt_sub_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -745,7 +759,9 @@ yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -840,7 +856,9 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -933,10 +951,6 @@ yt_mul_(yt_tensor *self, yt_tensor *other)
     bool recording = yt__any_requires_grad(2, grad_inputs);
     if (recording && yt__check_inplace(self, "mul_") != YT_OK)
         return yt_errcode();
-    /* the backward formulas read self's value before this write: keep a copy */
-    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
-    if (self_before == NULL)
-        return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
     yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
@@ -944,7 +958,16 @@ yt_mul_(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1004,7 +1027,9 @@ yt_mul_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1089,7 +1114,9 @@ yt_mul_scalar_(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -1140,7 +1167,9 @@ yt_mul_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1235,10 +1264,6 @@ yt_div_(yt_tensor *self, yt_tensor *other)
     bool recording = yt__any_requires_grad(2, grad_inputs);
     if (recording && yt__check_inplace(self, "div_") != YT_OK)
         return yt_errcode();
-    /* the backward formulas read self's value before this write: keep a copy */
-    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
-    if (self_before == NULL)
-        return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
     yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
@@ -1246,7 +1271,16 @@ yt_div_(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(other_k, other);
+        return yt_errcode();
+    }
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1307,7 +1341,9 @@ yt_div_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1394,7 +1430,9 @@ yt_div_scalar_(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -1446,7 +1484,9 @@ yt_div_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1516,7 +1556,9 @@ yt_neg_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "neg_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -1559,7 +1601,9 @@ yt_neg_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "neg_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "neg_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -1644,16 +1688,20 @@ yt_pow_(yt_tensor *self, yt_scalar exponent)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "pow_") != YT_OK)
         return yt_errcode();
-    /* the backward formulas read self's value before this write: keep a copy */
-    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
-    if (self_before == NULL)
-        return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
     if (self_k == NULL) {
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -1709,7 +1757,9 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1814,10 +1864,6 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
     bool recording = yt__any_requires_grad(2, grad_inputs);
     if (recording && yt__check_inplace(self, "pow_") != YT_OK)
         return yt_errcode();
-    /* the backward formulas read self's value before this write: keep a copy */
-    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
-    if (self_before == NULL)
-        return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
     yt_tensor *exponent_k = exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
     if (self_k == NULL || exponent_k == NULL) {
@@ -1825,7 +1871,16 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
         yt__release_cast(exponent_k, exponent);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        yt__release_cast(exponent_k, exponent);
+        return yt_errcode();
+    }
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent_k);
     yt__release_cast(self_k, self);
     yt__release_cast(exponent_k, exponent);
@@ -1891,7 +1946,9 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
         yt__release_cast(exponent_k, exponent);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent_k);
     yt__release_cast(self_k, self);
     yt__release_cast(exponent_k, exponent);
@@ -1958,7 +2015,9 @@ yt_exp_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "exp_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -1999,7 +2058,9 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "exp_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "exp_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2066,9 +2127,12 @@ yt_log_(yt_tensor *self)
         return yt_errcode();
     /* the backward formulas read self's value before this write: keep a copy */
     yt_tensor *self_before = recording ? yt__snapshot(self) : self;
-    if (self_before == NULL)
+    if (self_before == NULL) {
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    }
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -2111,7 +2175,9 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "log_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "log_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2176,7 +2242,9 @@ yt_sqrt_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "sqrt_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -2217,7 +2285,9 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "sqrt_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sqrt_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2286,7 +2356,9 @@ yt_relu_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "relu_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -2329,7 +2401,9 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "relu_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "relu_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2394,7 +2468,9 @@ yt_sigmoid_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "sigmoid_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -2435,7 +2511,9 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "sigmoid_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sigmoid_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2500,7 +2578,9 @@ yt_tanh_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "tanh_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = self->dtype == result_dtype
+                            ? self
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -2541,7 +2621,9 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "tanh_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "tanh_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2609,7 +2691,9 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
         return yt__fail_status(YT_ERR_STATE, "clone_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "clone_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2736,7 +2820,9 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -2820,7 +2906,9 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -2917,7 +3005,9 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3001,7 +3091,9 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -3098,7 +3190,9 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3182,7 +3276,9 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -3302,7 +3398,9 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, condition, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);

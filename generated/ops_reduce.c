@@ -145,7 +145,9 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
         return yt__fail_status(YT_ERR_STATE, "sum_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sum_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
     if (target != out) {
         if (status == YT_OK)
@@ -302,7 +304,9 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
         return yt__fail_status(YT_ERR_STATE, "mean_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mean_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
     if (target != out) {
         if (status == YT_OK)
@@ -406,7 +410,9 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
         return yt__fail_status(YT_ERR_STATE, "amax_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "amax_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
     if (target != out) {
         if (status == YT_OK)

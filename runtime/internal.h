@@ -164,6 +164,28 @@ YT_INTERNAL yt_tensor *yt__to_dtype(yt_tensor *t, yt_dtype dtype);
  * Not recorded by autograd; does not bump versions. */
 YT_INTERNAL yt_status yt__copy_into(yt_tensor *dst, yt_tensor *src);
 
+/* ---------------------------------------------------------------- shape and dtype rules
+ * (runtime/shape_rules.c), called by generated code */
+
+/* Result shape of a reduction over `dim` (already wrapped; dim_len 0 means all dims). */
+YT_INTERNAL yt_status yt__shape_reduce(yt_shape *out, const char *op, yt_tensor *self,
+                                       const int64_t *dim, int dim_len, bool keepdim);
+/* Length of arange(start, end, step). Errors: step 0, step of the wrong sign, non-finite bounds,
+ * a length that overflows. */
+YT_INTERNAL yt_status yt__shape_arange(yt_shape *out, const char *op, yt_scalar start,
+                                       yt_scalar end, yt_scalar step);
+/* A shape from an `int[] size` argument. Errors: negative sizes, more than YT_MAX_DIM dims, an
+ * element count that overflows. */
+YT_INTERNAL yt_status yt__shape_from_sizes(yt_shape *out, const char *op, const char *arg,
+                                           const int64_t *size, int size_len);
+/* Result dtype of sum: `dtype` when given, else integral and bool become i64, floating stay. */
+YT_INTERNAL yt_dtype yt__dtype_sum(yt_tensor *self, yt_dtype dtype);
+/* Result dtype of factories: `dtype` when given, else f32. */
+YT_INTERNAL yt_dtype yt__dtype_factory(yt_dtype dtype);
+/* Result dtype of arange: `dtype` when given, else i64 when all three are integers, else f32. */
+YT_INTERNAL yt_dtype yt__dtype_arange(yt_scalar start, yt_scalar end, yt_scalar step,
+                                      yt_dtype dtype);
+
 /* ---------------------------------------------------------------- pointwise iteration */
 
 /* Inner loop over `n` elements: data[0] is the output, data[1..] the inputs; strides in bytes

@@ -12,7 +12,7 @@
 #ifndef YATEN_OPS_H
 #define YATEN_OPS_H
 
-#include "types.h"
+#include <yaten/types.h> /* hand-written, beside this file once installed */
 
 #ifdef __cplusplus
 extern "C" {
