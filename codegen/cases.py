@@ -193,6 +193,8 @@ class CaseBuilder:
 
 def _case_fn(name, decls, body, uses_ctx=False):
     lines = ["static yt_tensor *", f"{name}(yt_tensor *const *inputs, void *ctx)", "{"]
+    if not any("inputs[" in x for x in decls + body):
+        lines.append("    (void)inputs; /* a factory: no tensor inputs */")
     if not uses_ctx:
         lines.append("    (void)ctx;")
     lines += ["    " + d for d in decls] + ["    " + b for b in body] + ["}"]

@@ -23,17 +23,29 @@ def c_params(op: Op, full: bool = True) -> list[str]:
     for a in op.schema.args:
         if not full and a.has_default:
             continue
-        out += {
-            "tensor": [f"yt_tensor *{a.name}"],
-            "scalar": [f"yt_scalar {a.name}"],
-            "int": [f"int64_t {a.name}"],
-            "intlist": [f"const int64_t *{a.name}", f"int {a.name}_len"],
-            "bool": [f"bool {a.name}"],
-            "float": [f"double {a.name}"],
-            "dtype": [f"yt_dtype {a.name}"],
-            "device": [f"yt_device {a.name}"],
-        }[a.kind]
+        out += c_params_of_arg(a)
     return out
+
+
+def _params_with_args(op: Op) -> list:
+    """(C parameter, schema argument) pairs; an int[] argument gives two parameters."""
+    out = []
+    for a in op.schema.args:
+        out += [(p, a) for p in c_params_of_arg(a)]
+    return out
+
+
+def c_params_of_arg(a) -> list[str]:
+    return {
+        "tensor": [f"yt_tensor *{a.name}"],
+        "scalar": [f"yt_scalar {a.name}"],
+        "int": [f"int64_t {a.name}"],
+        "intlist": [f"const int64_t *{a.name}", f"int {a.name}_len"],
+        "bool": [f"bool {a.name}"],
+        "float": [f"double {a.name}"],
+        "dtype": [f"yt_dtype {a.name}"],
+        "device": [f"yt_device {a.name}"],
+    }[a.kind]
 
 
 def c_args(op: Op) -> list[str]:
@@ -300,7 +312,7 @@ class OpLowering:
                     b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{', '.join(scalars_p)}}};")
                 b(f"yt_dtype compute_dtype = yt__result_type({len(tensors_p)}, promote_tensors, {len(scalars_p)}, "
                   f"{'promote_scalars' if scalars_p else 'NULL'});")
-        elif self.tensors:
+        elif self.tensors and (op.result_dtype in (None, "floating") or op.impl == "pointwise"):
             b(f"yt_dtype compute_dtype = {self.tensors[0]}->dtype;")
         rd = op.result_dtype
         if rd is None:
@@ -409,9 +421,14 @@ class OpLowering:
                 out.append(a.name)
         return ", ".join(out)
 
+    def record_args(self) -> list:
+        """Schema arguments the record function reads (edges and saved values), in schema order."""
+        text = "\n".join(self.record_lines())
+        return [a for a in self.s.args if re.search(rf"(?<![\w.>]){a.name}\b", text)]
+
     def record_call(self, result: str, self_value: str = "self") -> str:
         args = [result]
-        for a in self.s.args:
+        for a in self.record_args():
             if a.kind == "intlist":
                 args += [a.name, f"{a.name}_len"]
             elif a.name == "self":
@@ -615,15 +632,36 @@ class OpLowering:
             return None
         op = self.op
         name = "".join(p.capitalize() for p in op.c_name.split("_")) + "Backward"
-        fields = []
-        record = []
+        fields = [f"{sv.c_type} {sv.field}; /* used by: {', '.join(sv.used_by)} */" for sv in self.saved]
+        record = self.record_lines()
         n_in = len(self.tensors)
+        used = {a.name for a in self.record_args()}
+        record_params = ["yt_tensor *result"] + [p for p, a in _params_with_args(op) if a.name in used]
+        releases = [f"yt__saved_release(&node->{sv.field});" for sv in self.saved if sv.c_type == "yt_saved"]
+        return {
+            "c_name": op.c_name,
+            "kind_name": name,
+            "op_name": self.s.name,
+            "schema": self.s.text,
+            "loc": str(op.derivative.loc),
+            "formulas": [{"input": f.input, "source": f.source, "index": f.index, "c_lines": f.c_lines}
+                         for f in self.compiled],
+            "fields": fields,
+            "uses_node_in_backward": True,
+            "record_params": record_params,
+            "record_lines": record,
+            "n_inputs": n_in,
+            "releases": releases,
+        }
+
+    def record_lines(self) -> list:
+        """Body of yt__record_<op>: edges, then saved values."""
+        record = []
         tensor_index = {t: i for i, t in enumerate(self.tensors)}
         for i, t in enumerate(self.tensors):
             if t in self.grad_inputs:
                 record.append(f"yt__node_set_edge(&node->base, {i}, {t});")
         for sv in self.saved:
-            fields.append(f"{sv.c_type} {sv.field}; /* used by: {', '.join(sv.used_by)} */")
             cond = " || ".join(f"node->base.needs_grad[{tensor_index[u]}]" for u in sv.used_by)
             src = sv.source
             if sv.c_type == "yt_saved":
@@ -642,22 +680,7 @@ class OpLowering:
                 record.append(f"    node->{sv.field}.v[i] = {src}[i];")
             else:
                 record.append(f"node->{sv.field} = {src};")
-        releases = [f"yt__saved_release(&node->{sv.field});" for sv in self.saved if sv.c_type == "yt_saved"]
-        return {
-            "c_name": op.c_name,
-            "kind_name": name,
-            "op_name": self.s.name,
-            "schema": self.s.text,
-            "loc": str(op.derivative.loc),
-            "formulas": [{"input": f.input, "source": f.source, "index": f.index, "c_lines": f.c_lines}
-                         for f in self.compiled],
-            "fields": fields,
-            "uses_node_in_backward": True,
-            "record_params": ["yt_tensor *result"] + c_params(op, True),
-            "record_lines": record,
-            "n_inputs": n_in,
-            "releases": releases,
-        }
+        return record
 
     # -- generated pointwise CPU kernel
     def pointwise_kernel(self):

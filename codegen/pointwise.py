@@ -9,7 +9,7 @@ from model import Op, SpecError
 # dtype -> (storage C type, compute C type, load format, store format)
 DTYPE_C = {
     "bool": ("bool", "bool", "{}", "(bool)({})"),
-    "u8": ("uint8_t", "uint8_t", "{}", "(uint8_t)({})"),
+    "u8": ("uint8_t", "int32_t", "{}", "(uint8_t)({})"),  # signed compute: `x < 0` stays meaningful
     "i8": ("int8_t", "int8_t", "{}", "(int8_t)({})"),
     "i16": ("int16_t", "int16_t", "{}", "(int16_t)({})"),
     "i32": ("int32_t", "int32_t", "{}", "(int32_t)({})"),
@@ -88,7 +88,10 @@ class PointwiseExpr:
                     self._fail(f"float constant in an integer loop ({dtype})")
                 return f"({ctype}){n.value!r}"
             if isinstance(n, ast.BinOp):
-                return f"({r(n.left)} {_BIN[type(n.op)]} {r(n.right)})"
+                op = _BIN[type(n.op)]
+                if ctype == "bool":  # bool arithmetic is logic, as in PyTorch (True + True is True)
+                    op = {"*": "&&", "+": "||"}.get(op, op)
+                return f"({r(n.left)} {op} {r(n.right)})"
             if isinstance(n, ast.UnaryOp):
                 return f"(-{r(n.operand)})" if isinstance(n.op, ast.USub) else f"(!{r(n.operand)})"
             if isinstance(n, ast.Compare):

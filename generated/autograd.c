@@ -108,7 +108,7 @@ static const yt_node_kind add_scalar_node_kind = {
 };
 
 yt_status
-yt__record_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
+yt__record_add_scalar(yt_tensor *result, yt_tensor *self)
 {
     add_scalar_node *node = (add_scalar_node *)yt__node_new(&add_scalar_node_kind, 1, 1);
     if (node == NULL)
@@ -222,7 +222,7 @@ static const yt_node_kind sub_scalar_node_kind = {
 };
 
 yt_status
-yt__record_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
+yt__record_sub_scalar(yt_tensor *result, yt_tensor *self)
 {
     sub_scalar_node *node = (sub_scalar_node *)yt__node_new(&sub_scalar_node_kind, 1, 1);
     if (node == NULL)
@@ -270,7 +270,7 @@ static const yt_node_kind rsub_node_kind = {
 };
 
 yt_status
-yt__record_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other)
+yt__record_rsub(yt_tensor *result, yt_tensor *self)
 {
     rsub_node *node = (rsub_node *)yt__node_new(&rsub_node_kind, 1, 1);
     if (node == NULL)
@@ -1153,7 +1153,7 @@ static const yt_node_kind to_node_kind = {
 };
 
 yt_status
-yt__record_to(yt_tensor *result, yt_tensor *self, yt_dtype dtype)
+yt__record_to(yt_tensor *result, yt_tensor *self)
 {
     to_node *node = (to_node *)yt__node_new(&to_node_kind, 1, 1);
     if (node == NULL)
@@ -1279,7 +1279,7 @@ static const yt_node_kind sum_node_kind = {
 };
 
 yt_status
-yt__record_sum(yt_tensor *result, yt_tensor *self, yt_dtype dtype)
+yt__record_sum(yt_tensor *result, yt_tensor *self)
 {
     sum_node *node = (sum_node *)yt__node_new(&sum_node_kind, 1, 1);
     if (node == NULL)
@@ -1331,7 +1331,7 @@ static const yt_node_kind sum_dim_node_kind = {
 };
 
 yt_status
-yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
+yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
     sum_dim_node *node = (sum_dim_node *)yt__node_new(&sum_dim_node_kind, 1, 1);
     if (node == NULL)
@@ -1388,7 +1388,7 @@ static const yt_node_kind mean_node_kind = {
 };
 
 yt_status
-yt__record_mean(yt_tensor *result, yt_tensor *self, yt_dtype dtype)
+yt__record_mean(yt_tensor *result, yt_tensor *self)
 {
     mean_node *node = (mean_node *)yt__node_new(&mean_node_kind, 1, 1);
     if (node == NULL)
@@ -1441,7 +1441,7 @@ static const yt_node_kind mean_dim_node_kind = {
 };
 
 yt_status
-yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
+yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
     mean_dim_node *node = (mean_dim_node *)yt__node_new(&mean_dim_node_kind, 1, 1);
     if (node == NULL)
@@ -1785,7 +1785,7 @@ static const yt_node_kind view_node_kind = {
 };
 
 yt_status
-yt__record_view(yt_tensor *result, yt_tensor *self, const int64_t *size, int size_len)
+yt__record_view(yt_tensor *result, yt_tensor *self)
 {
     view_node *node = (view_node *)yt__node_new(&view_node_kind, 1, 1);
     if (node == NULL)
@@ -1835,7 +1835,7 @@ static const yt_node_kind expand_node_kind = {
 };
 
 yt_status
-yt__record_expand(yt_tensor *result, yt_tensor *self, const int64_t *size, int size_len)
+yt__record_expand(yt_tensor *result, yt_tensor *self)
 {
     expand_node *node = (expand_node *)yt__node_new(&expand_node_kind, 1, 1);
     if (node == NULL)
@@ -1935,7 +1935,7 @@ static const yt_node_kind squeeze_dim_node_kind = {
 };
 
 yt_status
-yt__record_squeeze_dim(yt_tensor *result, yt_tensor *self, int64_t dim)
+yt__record_squeeze_dim(yt_tensor *result, yt_tensor *self)
 {
     squeeze_dim_node *node = (squeeze_dim_node *)yt__node_new(&squeeze_dim_node_kind, 1, 1);
     if (node == NULL)
@@ -2150,7 +2150,7 @@ static const yt_node_kind slice_backward_node_kind = {
 };
 
 yt_status
-yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t start, int64_t end, int64_t step)
+yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
     slice_backward_node *node = (slice_backward_node *)yt__node_new(&slice_backward_node_kind, 1, 1);
     if (node == NULL)
@@ -2204,7 +2204,7 @@ static const yt_node_kind select_backward_node_kind = {
 };
 
 yt_status
-yt__record_select_backward(yt_tensor *result, yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t index)
+yt__record_select_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim, int64_t index)
 {
     select_backward_node *node = (select_backward_node *)yt__node_new(&select_backward_node_kind, 1, 1);
     if (node == NULL)

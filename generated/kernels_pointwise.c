@@ -31,7 +31,7 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = self + (alpha * other);
+            const bool value = self || (alpha && other);
             out[i] = (bool)(value);
         }
         return;
@@ -39,7 +39,7 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        const bool value = self + (alpha * other);
+        const bool value = self || (alpha && other);
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -48,23 +48,23 @@ static void
 add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t alpha = (uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)scalars[0].i;
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t other = other_p[i];
-            const uint8_t value = self + (alpha * other);
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t value = self + (alpha * other);
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const uint8_t value = self + (alpha * other);
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t value = self + (alpha * other);
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -316,14 +316,14 @@ add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void 
         const bool *self_p = (const bool *)data[1];
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self + (alpha * other);
+            const bool value = self || (alpha && other);
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self + (alpha * other);
+        const bool value = self || (alpha && other);
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -332,21 +332,21 @@ static void
 add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t other = (uint8_t)scalars[0].i;
-    const uint8_t alpha = (uint8_t)scalars[1].i;
+    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)scalars[1].i;
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = self + (alpha * other);
+            const int32_t self = self_p[i];
+            const int32_t value = self + (alpha * other);
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = self + (alpha * other);
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = self + (alpha * other);
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -576,23 +576,23 @@ static void
 sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t alpha = (uint8_t)scalars[0].i;
+    const int32_t alpha = (int32_t)scalars[0].i;
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t other = other_p[i];
-            const uint8_t value = self - (alpha * other);
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t value = self - (alpha * other);
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const uint8_t value = self - (alpha * other);
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t value = self - (alpha * other);
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -835,21 +835,21 @@ static void
 sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t other = (uint8_t)scalars[0].i;
-    const uint8_t alpha = (uint8_t)scalars[1].i;
+    const int32_t other = (int32_t)scalars[0].i;
+    const int32_t alpha = (int32_t)scalars[1].i;
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = self - (alpha * other);
+            const int32_t self = self_p[i];
+            const int32_t value = self - (alpha * other);
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = self - (alpha * other);
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = self - (alpha * other);
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -1077,20 +1077,20 @@ static void
 rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t other = (uint8_t)scalars[0].i;
+    const int32_t other = (int32_t)scalars[0].i;
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = other - self;
+            const int32_t self = self_p[i];
+            const int32_t value = other - self;
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = other - self;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = other - self;
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -1316,7 +1316,7 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = self * other;
+            const bool value = self && other;
             out[i] = (bool)(value);
         }
         return;
@@ -1324,7 +1324,7 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        const bool value = self * other;
+        const bool value = self && other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -1338,17 +1338,17 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t other = other_p[i];
-            const uint8_t value = self * other;
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t value = self * other;
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const uint8_t value = self * other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t value = self * other;
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -1589,14 +1589,14 @@ mul_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void 
         const bool *self_p = (const bool *)data[1];
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self * other;
+            const bool value = self && other;
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self * other;
+        const bool value = self && other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -1605,20 +1605,20 @@ static void
 mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t other = (uint8_t)scalars[0].i;
+    const int32_t other = (int32_t)scalars[0].i;
     if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = self * other;
+            const int32_t self = self_p[i];
+            const int32_t value = self * other;
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = self * other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = self * other;
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -2073,15 +2073,15 @@ neg_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = -self;
+            const int32_t self = self_p[i];
+            const int32_t value = -self;
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = -self;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = -self;
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -2842,15 +2842,15 @@ relu_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = (self < (uint8_t)0) ? (uint8_t)0 : self;
+            const int32_t self = self_p[i];
+            const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = (self < (uint8_t)0) ? (uint8_t)0 : self;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -3296,15 +3296,15 @@ clone_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = self;
+            const int32_t self = self_p[i];
+            const int32_t value = self;
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = self;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = self;
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
@@ -3544,17 +3544,17 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t other = other_p[i];
-            const uint8_t value = self == other;
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t value = self == other;
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const uint8_t value = self == other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t value = self == other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -3811,20 +3811,20 @@ static void
 eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t other = (uint8_t)scalars[0].i;
+    const int32_t other = (int32_t)scalars[0].i;
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
         bool *out = (bool *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = self == other;
+            const int32_t self = self_p[i];
+            const int32_t value = self == other;
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = self == other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = self == other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -4074,17 +4074,17 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t other = other_p[i];
-            const uint8_t value = self < other;
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t value = self < other;
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const uint8_t value = self < other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t value = self < other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -4341,20 +4341,20 @@ static void
 lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t other = (uint8_t)scalars[0].i;
+    const int32_t other = (int32_t)scalars[0].i;
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
         bool *out = (bool *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = self < other;
+            const int32_t self = self_p[i];
+            const int32_t value = self < other;
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = self < other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = self < other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -4604,17 +4604,17 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t other = other_p[i];
-            const uint8_t value = self > other;
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t value = self > other;
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const uint8_t value = self > other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t value = self > other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -4871,20 +4871,20 @@ static void
 gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const uint8_t other = (uint8_t)scalars[0].i;
+    const int32_t other = (int32_t)scalars[0].i;
     if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
         bool *out = (bool *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
-            const uint8_t self = self_p[i];
-            const uint8_t value = self > other;
+            const int32_t self = self_p[i];
+            const int32_t value = self > other;
             out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const uint8_t value = self > other;
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t value = self > other;
         *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
@@ -5139,18 +5139,18 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const uint8_t *other_p = (const uint8_t *)data[3];
         for (int64_t i = 0; i < n; i++) {
             const bool condition = condition_p[i];
-            const uint8_t self = self_p[i];
-            const uint8_t other = other_p[i];
-            const uint8_t value = condition ? self : other;
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t value = condition ? self : other;
             out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
-        const uint8_t self = *(const uint8_t *)(data[2] + i * strides[2]);
-        const uint8_t other = *(const uint8_t *)(data[3] + i * strides[3]);
-        const uint8_t value = condition ? self : other;
+        const int32_t self = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t other = *(const uint8_t *)(data[3] + i * strides[3]);
+        const int32_t value = condition ? self : other;
         *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }

@@ -243,7 +243,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_slice_backward(result, grad_output, input_sizes, input_sizes_len, dim, start, end, step) != YT_OK) {
+    if (recording && yt__record_slice_backward(result, grad_output, dim, start, end, step) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -277,7 +277,7 @@ yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_select_backward(result, grad_output, input_sizes, input_sizes_len, dim, index) != YT_OK) {
+    if (recording && yt__record_select_backward(result, grad_output, dim, index) != YT_OK) {
         yt_release(result);
         return NULL;
     }

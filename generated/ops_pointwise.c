@@ -250,7 +250,7 @@ yt_add_scalar_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_add_scalar(result, self, other, alpha) != YT_OK) {
+    if (recording && yt__record_add_scalar(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -312,7 +312,7 @@ yt_add_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
     if (status == YT_OK)
         yt__bump_version(self);
     if (status == YT_OK && recording)
-        status = yt__record_add_scalar(self, self, other, alpha);
+        status = yt__record_add_scalar(self, self);
     return status;
 }
 
@@ -640,7 +640,7 @@ yt_sub_scalar_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_sub_scalar(result, self, other, alpha) != YT_OK) {
+    if (recording && yt__record_sub_scalar(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -705,7 +705,7 @@ yt_sub_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
     if (status == YT_OK)
         yt__bump_version(self);
     if (status == YT_OK && recording)
-        status = yt__record_sub_scalar(self, self, other, alpha);
+        status = yt__record_sub_scalar(self, self);
     return status;
 }
 
@@ -810,7 +810,7 @@ yt_rsub(yt_tensor *self, yt_scalar other)
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_rsub(result, self, other) != YT_OK) {
+    if (recording && yt__record_rsub(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -2714,7 +2714,6 @@ yt_to(yt_tensor *self, yt_dtype dtype)
         return yt__null_arg("to", "self"); /* keeps an earlier error */
     if (dtype < 0 || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "to: dtype=%d is not a valid dtype", (int)dtype);
-    yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -2729,7 +2728,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_to(result, self, dtype) != YT_OK) {
+    if (recording && yt__record_to(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }

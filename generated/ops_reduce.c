@@ -26,7 +26,6 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
         return yt__null_arg("sum", "self"); /* keeps an earlier error */
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "sum: dtype=%d is not a valid dtype", (int)dtype);
-    yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     yt_shape result_shape;
     result_shape.dim = 0;
@@ -42,7 +41,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_sum(result, self, dtype) != YT_OK) {
+    if (recording && yt__record_sum(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -75,7 +74,6 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
     if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "sum", "dim") != YT_OK)
         return NULL;
     dim = dim_wrapped;
-    yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "sum", self, dim, dim_len, keepdim) != YT_OK)
@@ -92,7 +90,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_sum_dim(result, self, dim, dim_len, keepdim, dtype) != YT_OK) {
+    if (recording && yt__record_sum_dim(result, self, dim, dim_len, keepdim) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -130,7 +128,6 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
     if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "sum_out", "dim") != YT_OK)
         return yt_errcode();
     dim = dim_wrapped;
-    yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "sum_out", self, dim, dim_len, keepdim) != YT_OK)
@@ -179,7 +176,6 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE, "mean: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
-    yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     yt_shape result_shape;
     result_shape.dim = 0;
@@ -195,7 +191,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_mean(result, self, dtype) != YT_OK) {
+    if (recording && yt__record_mean(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -231,7 +227,6 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
     if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "mean", "dim") != YT_OK)
         return NULL;
     dim = dim_wrapped;
-    yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "mean", self, dim, dim_len, keepdim) != YT_OK)
@@ -248,7 +243,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_mean_dim(result, self, dim, dim_len, keepdim, dtype) != YT_OK) {
+    if (recording && yt__record_mean_dim(result, self, dim, dim_len, keepdim) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -289,7 +284,6 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
     if (yt__wrap_dims(dim_wrapped, dim_len, self->dim, "mean_out", "dim") != YT_OK)
         return yt_errcode();
     dim = dim_wrapped;
-    yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = yt__dtype_sum(self, dtype);
     yt_shape result_shape;
     if (yt__shape_reduce(&result_shape, "mean_out", self, dim, dim_len, keepdim) != YT_OK)

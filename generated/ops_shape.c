@@ -95,7 +95,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
     yt_tensor *result = yt__view_view(self, size, size_len);
     if (result == NULL)
         return NULL;
-    if (recording && yt__record_view(result, self, size, size_len) != YT_OK) {
+    if (recording && yt__record_view(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -132,7 +132,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
     yt_tensor *result = yt__view_expand(self, size, size_len);
     if (result == NULL)
         return NULL;
-    if (recording && yt__record_expand(result, self, size, size_len) != YT_OK) {
+    if (recording && yt__record_expand(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -170,7 +170,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
     yt_tensor *result = yt__view_squeeze_dim(self, dim);
     if (result == NULL)
         return NULL;
-    if (recording && yt__record_squeeze_dim(result, self, dim) != YT_OK) {
+    if (recording && yt__record_squeeze_dim(result, self) != YT_OK) {
         yt_release(result);
         return NULL;
     }

@@ -3468,6 +3468,7 @@ call_contiguous_378(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 call_zeros_379(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
     return yt_zeros_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
@@ -3476,6 +3477,7 @@ call_zeros_379(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 call_ones_380(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
     return yt_ones_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
@@ -3484,6 +3486,7 @@ call_ones_380(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 call_full_381(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
     return yt_full_ex(size, 2, yt_float(1.5), YT_DTYPE_NONE, YT_DEVICE_NONE);
@@ -3492,6 +3495,7 @@ call_full_381(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 call_arange_382(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     return yt_arange_ex(yt_float(1.5), yt_float(1.5), yt_int(1), YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
@@ -3499,6 +3503,7 @@ call_arange_382(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 call_rand_383(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
     return yt_rand_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
@@ -3507,6 +3512,7 @@ call_rand_383(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 error_rand_384(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
     return yt_rand_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
@@ -3515,6 +3521,7 @@ error_rand_384(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 call_randn_385(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
     return yt_randn_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
@@ -3523,6 +3530,7 @@ call_randn_385(yt_tensor *const *inputs, void *ctx)
 static yt_tensor *
 error_randn_386(yt_tensor *const *inputs, void *ctx)
 {
+    (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
     return yt_randn_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
