@@ -1,0 +1,197 @@
+# yaten: one top-level Makefile, out-of-tree build/ (build-asan/ for the sanitizer build).
+# Quiet by default; `make V=1` prints full commands.
+#
+#   make            library (static + shared), yaten.pc, examples
+#   make demo       the main job (see README)
+#   make test       everything CI checks: generated/ up to date, codegen tests, C tests, ASan+UBSan
+#   make bench      benchmarks (never part of test)
+#   make install PREFIX=/usr/local DESTDIR=
+
+VERSION := 0.1.0
+SOVERSION := 0
+PREFIX ?= /usr/local
+PYTHON ?= python3
+CC ?= gcc
+BUILD ?= build
+
+ifeq ($(V),1)
+Q :=
+QUIET_CC =
+QUIET_LINK =
+QUIET_GEN =
+else
+Q := @
+QUIET_CC = @printf '  CC      %s\n' $@;
+QUIET_LINK = @printf '  LINK    %s\n' $@;
+QUIET_GEN = @printf '  GEN     %s\n' $@;
+endif
+
+BLIS_INC := /usr/include/x86_64-linux-gnu/blis-openmp
+BLIS_LIB := /usr/lib/x86_64-linux-gnu/blis-openmp
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
+OPT ?= -O2 -march=x86-64-v3 -mtune=native
+CFLAGS_BASE := -std=c11 $(WARN) $(OPT) -g -fPIC -fopenmp -fvisibility=hidden -D_GNU_SOURCE
+CPPFLAGS_LIB := -Iinclude -Igenerated/include -Iruntime -Igenerated -Ikernels/cpu -I$(BLIS_INC) \
+                -DYT_BUILDING_LIBRARY
+SAN_FLAGS :=
+CFLAGS += $(CFLAGS_BASE) $(SAN_FLAGS)
+LDLIBS_LIB := -L$(BLIS_LIB) -Wl,-rpath,$(BLIS_LIB) -lblis -fopenmp -lm -lpthread
+
+LIB_SRC := $(sort $(wildcard runtime/*.c runtime/autograd/*.c kernels/cpu/*.c kernels/composite/*.c)) \
+           $(sort $(wildcard generated/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+
+STATIC_LIB := $(BUILD)/libyaten.a
+SHARED_LIB := $(BUILD)/libyaten.so.$(VERSION)
+SHARED_SONAME := libyaten.so.$(SOVERSION)
+
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
+EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+
+# C unit tests: one Criterion binary per tests/unit/test_*.c; the per-op cases generated from
+# ops.yaml link into test_ops.
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+CPPFLAGS_TEST := -Iinclude -Igenerated/include -Itests/unit
+
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+GEN_DEPS := ops.yaml derivatives.yaml $(wildcard codegen/*.py codegen/templates/*.j2)
+
+.PHONY: all lib generate check-generated deps deps-test deps-bench demo test test-unit test-codegen \
+        test-asan bench install uninstall clean format check-format
+.DEFAULT_GOAL := all
+
+all: lib $(BUILD)/yaten.pc $(EXAMPLES)
+lib: $(STATIC_LIB) $(BUILD)/libyaten.so
+
+# ---- set-up: missing Debian packages are installed when root (scripts/deps.sh)
+deps:
+	$(Q)scripts/deps.sh build
+deps-test:
+	$(Q)scripts/deps.sh test
+
+# ---- code generation: the generator's own files are dependencies; outputs are written only
+# when their content changes, so an edit rebuilds only what it touched.
+generate: $(BUILD)/gen.stamp
+$(BUILD)/gen.stamp: $(GEN_DEPS)
+	@mkdir -p $(@D)
+	$(QUIET_GEN)$(PYTHON) codegen/gen.py && touch $@
+
+check-generated:
+	$(Q)rm -rf $(BUILD)/check-gen && mkdir -p $(BUILD)/check-gen
+	$(Q)$(PYTHON) codegen/gen.py --out $(BUILD)/check-gen >/dev/null
+	$(Q)diff -r generated $(BUILD)/check-gen/generated && diff docs/ops.md $(BUILD)/check-gen/docs/ops.md \
+	  || { echo "generated/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@echo "  OK      generated/ matches ops.yaml and derivatives.yaml"
+
+# ---- library
+$(BUILD)/%.o: %.c $(BUILD)/gen.stamp
+	@mkdir -p $(@D)
+	$(QUIET_CC)$(CC) $(CPPFLAGS_LIB) $(CFLAGS) -Wmissing-prototypes -MMD -MP -c $< -o $@
+
+$(STATIC_LIB): $(LIB_OBJ)
+	@rm -f $@
+	$(QUIET_LINK)ar rcs $@ $^
+
+$(SHARED_LIB): $(LIB_OBJ)
+	$(QUIET_LINK)$(CC) -shared -Wl,-soname,$(SHARED_SONAME) $(SAN_FLAGS) -o $@ $^ $(LDLIBS_LIB)
+
+$(BUILD)/libyaten.so: $(SHARED_LIB)
+	$(Q)ln -sf libyaten.so.$(VERSION) $(BUILD)/$(SHARED_SONAME)
+	$(Q)ln -sf libyaten.so.$(VERSION) $@
+
+$(BUILD)/yaten.pc: yaten.pc.in Makefile
+	@mkdir -p $(@D)
+	$(QUIET_GEN)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	  -e 's|@BLIS_LIB@|$(BLIS_LIB)|' $< > $@
+
+# Programs link the static library, so they run from the build tree without LD_LIBRARY_PATH.
+$(BUILD)/examples/%: examples/%.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
+
+# ---- the main job
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(BUILD)/examples/mlp_synthetic
+
+# ---- tests
+test: deps-test
+	$(Q)$(MAKE) --no-print-directory check-generated
+	$(Q)$(MAKE) --no-print-directory test-codegen
+	$(Q)$(MAKE) --no-print-directory test-unit
+	$(Q)$(MAKE) --no-print-directory test-asan
+
+# pytest from whichever Python has it (Debian's python3-pytest installs it for /usr/bin/python3).
+PYTEST := $(shell for p in $(PYTHON) /usr/bin/python3; do \
+            $$p -c 'import pytest, jinja2, yaml' 2>/dev/null && { echo $$p; break; }; done)
+test-codegen:
+	$(Q)test -n "$(PYTEST)" || { echo "no Python with pytest, jinja2 and yaml: run make deps-test" >&2; exit 1; }
+	$(Q)$(PYTEST) -m pytest -q -p no:cacheprovider tests/codegen
+
+$(BUILD)/tests/test_ops: tests/unit/test_ops.c generated/tests/op_cases.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c,$^) -o $@ \
+	  $(STATIC_LIB) -lcriterion $(LDLIBS_LIB)
+
+$(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
+	  $(STATIC_LIB) -lcriterion $(LDLIBS_LIB)
+
+# Each binary runs its whole Criterion suite; `make test-unit ARGS='--filter ops/*'` narrows it.
+test-unit: $(TESTS)
+	$(Q)for t in $(TESTS); do echo "  TEST    $$t"; $$t $(ARGS) || exit 1; done
+
+# Second stage: the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
+	  test-unit
+
+# ---- benchmarks (never part of test)
+TORCH_BENCHES := $(BUILD)/bench/overhead_torch
+bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
+	$(Q)bench/overhead.sh $(BUILD)
+
+deps-bench:
+	$(Q)scripts/deps.sh bench
+
+$(BUILD)/bench/%_torch: bench/%_torch.cpp
+	@mkdir -p $(@D)
+	$(QUIET_LINK)g++ -std=c++17 -O2 -I/usr/include/torch/csrc/api/include $< -o $@ \
+	  -ltorch -ltorch_cpu -lc10
+
+$(BUILD)/bench/%: bench/%.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
+
+# ---- install
+install: lib $(BUILD)/yaten.pc
+	install -d $(DESTDIR)$(PREFIX)/include/yaten $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/yaten.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/yaten/*.h generated/include/yaten/ops.h $(DESTDIR)$(PREFIX)/include/yaten/
+	install -m 644 $(STATIC_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED_LIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libyaten.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SHARED_SONAME)
+	ln -sf libyaten.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libyaten.so
+	install -m 644 $(BUILD)/yaten.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/include/yaten $(DESTDIR)$(PREFIX)/include/yaten.h
+	rm -f $(DESTDIR)$(PREFIX)/lib/libyaten.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/yaten.pc
+
+# ---- formatting of hand-written C (generated/ is formatted by the generator)
+FORMAT_SRC = $(shell git ls-files '*.c' '*.h' | grep -v '^generated/')
+format:
+	$(Q)clang-format -i $(FORMAT_SRC)
+check-format:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRC)
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJ:.o=.d)
