@@ -1,0 +1,217 @@
+/* Elementwise copy with broadcasting and dtype conversion (yt__copy_into), and yt__to_dtype.
+ *
+ * One loop per (source dtype, destination dtype) pair, run by yt__pointwise. Values go through
+ * a wide type: int64 for bool and integers, double for floating types, then are narrowed the
+ * way PyTorch's casts are: integers wrap, bool is `value != 0` (NaN is true), float -> integer
+ * truncates (out of range saturates, NaN gives 0, where C would leave it undefined), and
+ * f16 / bf16 go through f32 with round-to-nearest-even. Same-dtype copies move bits. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- loads and stores */
+
+/* Float -> integer without C's undefined behaviour out of range. */
+static inline int64_t
+f64_to_i64(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775808.0)
+        return INT64_MAX;
+    if (v < -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* load_<dtype>: one element at p, widened. bool is spelled `bl` in these names: <stdbool.h>
+ * makes `bool` a macro, which would expand inside the token pasting. */
+#define DEFINE_LOAD(NAME, CTYPE, WIDE, EXPR)                                                       \
+    static inline WIDE load_##NAME(const char *p)                                                  \
+    {                                                                                              \
+        CTYPE x;                                                                                   \
+        memcpy(&x, p, sizeof x);                                                                   \
+        return (WIDE)(EXPR);                                                                       \
+    }
+DEFINE_LOAD(bl, bool, int64_t, x)
+DEFINE_LOAD(u8, uint8_t, int64_t, x)
+DEFINE_LOAD(i8, int8_t, int64_t, x)
+DEFINE_LOAD(i16, int16_t, int64_t, x)
+DEFINE_LOAD(i32, int32_t, int64_t, x)
+DEFINE_LOAD(i64, int64_t, int64_t, x)
+DEFINE_LOAD(f16, uint16_t, double, yt__f16_to_f32(x))
+DEFINE_LOAD(bf16, uint16_t, double, yt__bf16_to_f32(x))
+DEFINE_LOAD(f32, float, double, x)
+DEFINE_LOAD(f64, double, double, x)
+
+/* store_<dtype>_from_<wide>: narrows one widened value into p. */
+#define DEFINE_STORE(NAME, CTYPE, FROM_I64, FROM_F64)                                              \
+    static inline void store_##NAME##_from_i64(char *p, int64_t v)                                 \
+    {                                                                                              \
+        CTYPE x = (CTYPE)(FROM_I64);                                                               \
+        memcpy(p, &x, sizeof x);                                                                   \
+    }                                                                                              \
+    static inline void store_##NAME##_from_f64(char *p, double v)                                  \
+    {                                                                                              \
+        CTYPE x = (CTYPE)(FROM_F64);                                                               \
+        memcpy(p, &x, sizeof x);                                                                   \
+    }
+DEFINE_STORE(bl, bool, v != 0, v != 0)
+DEFINE_STORE(u8, uint8_t, v, f64_to_i64(v))
+DEFINE_STORE(i8, int8_t, v, f64_to_i64(v))
+DEFINE_STORE(i16, int16_t, v, f64_to_i64(v))
+DEFINE_STORE(i32, int32_t, v, f64_to_i64(v))
+DEFINE_STORE(i64, int64_t, v, f64_to_i64(v))
+DEFINE_STORE(f16, uint16_t, yt__f32_to_f16((float)v), yt__f32_to_f16((float)v))
+DEFINE_STORE(bf16, uint16_t, yt__f32_to_bf16((float)v), yt__f32_to_bf16((float)v))
+DEFINE_STORE(f32, float, v, v)
+DEFINE_STORE(f64, double, v, v)
+
+/* ---------------------------------------------------------------- conversion loops */
+
+/* cast_<src>_<dst>: data[0] is the destination, data[1] the source. The contiguous branch has
+ * constant strides so the compiler can vectorise it. */
+#define DEFINE_CAST(S, SIZE_S, WIDE_S, D, SIZE_D)                                                  \
+    static void cast_##S##_##D(char **data, const int64_t *strides, int64_t n, const void *ctx)    \
+    {                                                                                              \
+        (void)ctx;                                                                                 \
+        char *dst = data[0];                                                                       \
+        const char *src = data[1];                                                                 \
+        if (strides[0] == SIZE_D && strides[1] == SIZE_S) {                                        \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                store_##D##_from_##WIDE_S(dst + i * SIZE_D, load_##S(src + i * SIZE_S));           \
+            return;                                                                                \
+        }                                                                                          \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            store_##D##_from_##WIDE_S(dst + i * strides[0], load_##S(src + i * strides[1]));       \
+    }
+
+/* Every source dtype crossed with every destination dtype. */
+#define CASTS_FROM(S, SIZE_S, WIDE_S)                                                              \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, bl, 1)                                                          \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, u8, 1)                                                          \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, i8, 1)                                                          \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, i16, 2)                                                         \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, i32, 4)                                                         \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, i64, 8)                                                         \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, f16, 2)                                                         \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, bf16, 2)                                                        \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, f32, 4)                                                         \
+    DEFINE_CAST(S, SIZE_S, WIDE_S, f64, 8)
+CASTS_FROM(bl, 1, i64)
+CASTS_FROM(u8, 1, i64)
+CASTS_FROM(i8, 1, i64)
+CASTS_FROM(i16, 2, i64)
+CASTS_FROM(i32, 4, i64)
+CASTS_FROM(i64, 8, i64)
+CASTS_FROM(f16, 2, f64)
+CASTS_FROM(bf16, 2, f64)
+CASTS_FROM(f32, 4, f64)
+CASTS_FROM(f64, 8, f64)
+
+#define CAST_ROW(S)                                                                                \
+    {                                                                                              \
+        cast_##S##_bl, cast_##S##_u8, cast_##S##_i8, cast_##S##_i16, cast_##S##_i32,               \
+            cast_##S##_i64, cast_##S##_f16, cast_##S##_bf16, cast_##S##_f32, cast_##S##_f64,       \
+    }
+/* [src][dst], in yt_dtype order. The diagonal is never used (same-dtype copies move bits). */
+static const yt__loop_fn cast_loops[YT_DTYPE_COUNT][YT_DTYPE_COUNT] = {
+    CAST_ROW(bl),  CAST_ROW(u8),  CAST_ROW(i8),   CAST_ROW(i16), CAST_ROW(i32),
+    CAST_ROW(i64), CAST_ROW(f16), CAST_ROW(bf16), CAST_ROW(f32), CAST_ROW(f64),
+};
+
+/* Same-dtype copies by element width: bit-exact (NaN payloads survive). */
+#define DEFINE_MOVE(BITS)                                                                          \
+    static void move_##BITS(char **data, const int64_t *strides, int64_t n, const void *ctx)       \
+    {                                                                                              \
+        (void)ctx;                                                                                 \
+        const int64_t size = BITS / 8;                                                             \
+        if (strides[0] == size && strides[1] == size) {                                            \
+            memcpy(data[0], data[1], (size_t)(n * size));                                          \
+            return;                                                                                \
+        }                                                                                          \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            memcpy(data[0] + i * strides[0], data[1] + i * strides[1], (size_t)size);              \
+    }
+DEFINE_MOVE(8)
+DEFINE_MOVE(16)
+DEFINE_MOVE(32)
+DEFINE_MOVE(64)
+
+/* ---------------------------------------------------------------- entry points */
+
+static void
+format_shape(char *buf, size_t cap, const yt_tensor *t)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < t->dim && used < cap; i++)
+        used +=
+            (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)t->sizes[i]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+}
+
+yt_status
+yt__copy_into(yt_tensor *dst, yt_tensor *src)
+{
+    if (dst == NULL)
+        return yt__null_status("copy", "dst");
+    if (src == NULL)
+        return yt__null_status("copy", "src");
+    if (dst->device != YT_DEVICE_CPU || src->device != YT_DEVICE_CPU)
+        return yt__fail_status(YT_ERR_DEVICE, "copy: from %s to %s is not supported",
+                               yt_device_name(src->device), yt_device_name(dst->device));
+    if ((unsigned)dst->dtype >= YT_DTYPE_COUNT || (unsigned)src->dtype >= YT_DTYPE_COUNT)
+        return yt__fail_status(YT_ERR_DTYPE, "copy: invalid dtype (dst %d, src %d)",
+                               (int)dst->dtype, (int)src->dtype);
+    bool fits = src->dim <= dst->dim;
+    for (int i = 0; fits && i < src->dim; i++) {
+        int64_t s = src->sizes[i];
+        fits = s == 1 || s == dst->sizes[dst->dim - src->dim + i];
+    }
+    if (!fits) {
+        char have[200], want[200];
+        format_shape(have, sizeof have, src);
+        format_shape(want, sizeof want, dst);
+        return yt__fail_status(
+            YT_ERR_SHAPE, "copy: src of shape %s cannot broadcast to dst's shape %s", have, want);
+    }
+
+    yt__loop_fn loop;
+    if (src->dtype == dst->dtype) {
+        switch (yt_dtype_size(src->dtype)) {
+        case 1:
+            loop = move_8;
+            break;
+        case 2:
+            loop = move_16;
+            break;
+        case 4:
+            loop = move_32;
+            break;
+        default:
+            loop = move_64;
+            break;
+        }
+    } else {
+        loop = cast_loops[src->dtype][dst->dtype];
+    }
+    yt_tensor *const in[1] = {src};
+    return yt__pointwise(dst, 1, in, loop, NULL);
+}
+
+yt_tensor *
+yt__to_dtype(yt_tensor *t, yt_dtype dtype)
+{
+    if (t == NULL)
+        return NULL;
+    if (t->dtype == dtype)
+        return yt_retain(t);
+    /* The public op records autograd; keep its result out of any open scope, since our caller
+     * owns (and releases) the reference. */
+    yt__scope_suspend();
+    yt_tensor *r = yt_to(t, dtype);
+    yt__scope_resume();
+    return r;
+}

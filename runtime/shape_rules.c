@@ -1,0 +1,180 @@
+/* Result shapes and dtypes that ops.yaml names by function (shape: yt__shape_reduce(...),
+ * result_dtype: yt__dtype_sum(...)), plus the size helpers of shape_util.h. Called by generated
+ * code after the arguments have been checked and dims wrapped. */
+#include <math.h>
+#include <stdio.h>
+
+#include "internal.h"
+#include "shape_util.h"
+
+const char *
+yt__format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim)
+{
+    if (cap == 0)
+        return buf;
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < dim && used < cap; i++)
+        used +=
+            (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)sizes[i]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+bool
+yt__checked_numel(int64_t *out, const int64_t *sizes, int dim)
+{
+    /* A zero wins over an overflow elsewhere: [2^40, 2^40, 0] holds no elements. */
+    for (int i = 0; i < dim; i++) {
+        if (sizes[i] == 0) {
+            *out = 0;
+            return true;
+        }
+    }
+    int64_t n = 1;
+    for (int i = 0; i < dim; i++)
+        if (!yt__mul_ok(&n, n, sizes[i]))
+            return false;
+    *out = n;
+    return true;
+}
+
+yt_status
+yt__shape_reduce(yt_shape *out, const char *op, yt_tensor *self, const int64_t *dim, int dim_len,
+                 bool keepdim)
+{
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail_status(YT_ERR_VALUE, "%s: dim has %d entries (expected 0..%d)", op, dim_len,
+                               YT_MAX_DIM);
+    bool reduced[YT_MAX_DIM] = {false};
+    /* A 0-d self accepts dim 0 (wrapped from 0 or -1), as in PyTorch. */
+    int limit = self->dim > 0 ? self->dim : 1;
+    for (int i = 0; i < dim_len; i++) {
+        if (dim[i] < 0 || dim[i] >= limit)
+            return yt__fail_status(YT_ERR_VALUE, "%s: dim[%d]=%lld is out of range for a %d-D self",
+                                   op, i, (long long)dim[i], self->dim);
+        if (self->dim > 0)
+            reduced[dim[i]] = true;
+    }
+    out->dim = 0;
+    for (int i = 0; i < self->dim; i++) {
+        bool r = dim_len == 0 || reduced[i]; /* an empty list reduces every dim */
+        if (!r)
+            out->sizes[out->dim++] = self->sizes[i];
+        else if (keepdim)
+            out->sizes[out->dim++] = 1;
+    }
+    return YT_OK;
+}
+
+yt_status
+yt__shape_from_sizes(yt_shape *out, const char *op, const char *arg, const int64_t *size,
+                     int size_len)
+{
+    if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
+        return yt__fail_status(YT_ERR_VALUE, "%s: %s has %d entries (expected 0..%d)", op, arg,
+                               size_len, YT_MAX_DIM);
+    for (int i = 0; i < size_len; i++) {
+        if (size[i] < 0)
+            return yt__fail_status(YT_ERR_VALUE, "%s: %s[%d]=%lld is negative", op, arg, i,
+                                   (long long)size[i]);
+    }
+    int64_t numel;
+    if (!yt__checked_numel(&numel, size, size_len)) {
+        char buf[YT__SIZES_BUF];
+        return yt__fail_status(YT_ERR_NOMEM, "%s: %s %s has too many elements (overflows int64)",
+                               op, arg, yt__format_sizes(buf, sizeof buf, size, size_len));
+    }
+    out->dim = size_len;
+    for (int i = 0; i < size_len; i++)
+        out->sizes[i] = size[i];
+    return YT_OK;
+}
+
+/* Exact length for integer bounds: |end - start| fits in uint64 once the signs agree. */
+static yt_status
+arange_length_int(int64_t *len, const char *op, int64_t start, int64_t end, int64_t step)
+{
+    if (step == 0)
+        return yt__fail_status(YT_ERR_VALUE, "%s: step must be nonzero", op);
+    if ((step > 0 && end < start) || (step < 0 && end > start))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "%s: upper bound and larger bound inconsistent with step sign "
+                               "(start=%lld, end=%lld, step=%lld)",
+                               op, (long long)start, (long long)end, (long long)step);
+    uint64_t span = step > 0 ? (uint64_t)end - (uint64_t)start : (uint64_t)start - (uint64_t)end;
+    uint64_t ustep = step > 0 ? (uint64_t)step : 0u - (uint64_t)step;
+    uint64_t n = span / ustep + (span % ustep != 0);
+    if (n > (uint64_t)INT64_MAX)
+        return yt__fail_status(YT_ERR_NOMEM, "%s: arange(%lld, %lld, %lld) has too many elements",
+                               op, (long long)start, (long long)end, (long long)step);
+    *len = (int64_t)n;
+    return YT_OK;
+}
+
+/* Length for floating bounds, computed in double as PyTorch does: ceil((end - start) / step). */
+static yt_status
+arange_length_double(int64_t *len, const char *op, double start, double end, double step)
+{
+    if (!isfinite(start) || !isfinite(end))
+        return yt__fail_status(YT_ERR_VALUE, "%s: unsupported range: %g -> %g", op, start, end);
+    if (!(step > 0 || step < 0)) /* also refuses NaN */
+        return yt__fail_status(YT_ERR_VALUE, "%s: step must be nonzero, got step=%g", op, step);
+    if ((step > 0 && end < start) || (step < 0 && end > start))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "%s: upper bound and larger bound inconsistent with step sign "
+                               "(start=%g, end=%g, step=%g)",
+                               op, start, end, step);
+    double n = ceil((end - start) / step);
+    /* 2^63 is exactly representable; anything at or above it (or NaN, from inf / inf) overflows. */
+    if (!(n >= 0 && n < 9223372036854775808.0))
+        return yt__fail_status(YT_ERR_NOMEM, "%s: arange(%g, %g, %g) has too many elements", op,
+                               start, end, step);
+    *len = (int64_t)n;
+    return YT_OK;
+}
+
+yt_status
+yt__shape_arange(yt_shape *out, const char *op, yt_scalar start, yt_scalar end, yt_scalar step)
+{
+    int64_t len = 0;
+    yt_status st;
+    bool integral = start.kind != YT_SCALAR_FLOAT && end.kind != YT_SCALAR_FLOAT &&
+                    step.kind != YT_SCALAR_FLOAT;
+    if (integral)
+        st = arange_length_int(&len, op, yt__scalar_to_i64(start), yt__scalar_to_i64(end),
+                               yt__scalar_to_i64(step));
+    else
+        st = arange_length_double(&len, op, yt__scalar_to_double(start), yt__scalar_to_double(end),
+                                  yt__scalar_to_double(step));
+    if (st != YT_OK)
+        return st;
+    out->dim = 1;
+    out->sizes[0] = len;
+    return YT_OK;
+}
+
+yt_dtype
+yt__dtype_sum(yt_tensor *self, yt_dtype dtype)
+{
+    if (dtype != YT_DTYPE_NONE)
+        return dtype;
+    /* Integral and bool sums accumulate in i64 so they do not wrap, as in PyTorch. */
+    return yt_dtype_is_floating(self->dtype) ? self->dtype : YT_DTYPE_I64;
+}
+
+yt_dtype
+yt__dtype_factory(yt_dtype dtype)
+{
+    return dtype != YT_DTYPE_NONE ? dtype : YT_DTYPE_F32;
+}
+
+yt_dtype
+yt__dtype_arange(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype)
+{
+    if (dtype != YT_DTYPE_NONE)
+        return dtype;
+    bool integral = start.kind != YT_SCALAR_FLOAT && end.kind != YT_SCALAR_FLOAT &&
+                    step.kind != YT_SCALAR_FLOAT;
+    return integral ? YT_DTYPE_I64 : YT_DTYPE_F32;
+}
