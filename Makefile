@@ -123,6 +123,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory check-generated
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
+	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
 
 # pytest from whichever Python has it (Debian's python3-pytest installs it for /usr/bin/python3).
@@ -145,6 +146,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 # Each binary runs its whole Criterion suite; `make test-unit ARGS='--filter ops/*'` narrows it.
 test-unit: $(TESTS)
 	$(Q)for t in $(TESTS); do echo "  TEST    $$t"; $$t $(ARGS) || exit 1; done
+
+# The examples must build and succeed (mlp_synthetic fails unless its loss falls).
+test-examples: $(EXAMPLES)
+	$(Q)for e in $(EXAMPLES); do echo "  RUN     $$e"; $$e >/dev/null || { echo "$$e failed" >&2; exit 1; }; done
 
 # Second stage: the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan:

@@ -68,10 +68,9 @@ main(void)
         bool was_enabled = yt_set_grad_enabled(false);
         yt_tensor *params[2] = {w1, w2};
         for (int i = 0; i < 2; i++) {
-            yt_tensor *grad = yt_grad(params[i]);
+            yt_tensor *grad = yt_grad(params[i]); /* owned by the step's scope */
             if (yt_add_ex_(params[i], grad, yt_float(-lr)) != YT_OK)
                 return fail("update");
-            yt_release(grad);
             yt_zero_grad(params[i]);
         }
         yt_set_grad_enabled(was_enabled);
