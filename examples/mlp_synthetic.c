@@ -35,8 +35,8 @@ int
 main(void)
 {
     yt_manual_seed(0);
-    printf("yaten %s: 2-layer MLP (%d-%d-%d) on %d synthetic samples, SGD\n", yt_version(), N_IN,
-           N_HIDDEN, N_OUT, N_SAMPLES);
+    printf("yaten %s (BLIS kernels: %s): 2-layer MLP (%d-%d-%d) on %d synthetic samples, SGD\n",
+           yt_version(), yt_blas_info(), N_IN, N_HIDDEN, N_OUT, N_SAMPLES);
 
     /* Everything created in this scope is released at its end, except what yt_scope_keep()s. */
     yt_scope_begin();

@@ -9,8 +9,8 @@
  * 25% slack). The caller passes the size back to yt__cpu_free, so blocks need no header and the
  * free list links live inside the free blocks themselves.
  *
- * Each class has its own lock: uncontended, a mutex costs a few nanoseconds, and ops on
- * different threads rarely want the same class at the same instant.
+ * Each thread keeps a few blocks per small class for itself (no lock at all); behind that,
+ * each class has a shared list with its own lock.
  *
  * Under AddressSanitizer the cache is bypassed so use-after-free and overflows are caught. */
 #ifndef _GNU_SOURCE
@@ -127,6 +127,82 @@ system_alloc(size_t rounded)
     return p;
 }
 
+/* Shared lists: take one block of class c, or NULL. */
+static free_block *
+global_pop(int c, size_t rounded)
+{
+    pthread_once(&classes_once, init_classes);
+    size_class *sc = &classes[c];
+    pthread_mutex_lock(&sc->lock);
+    free_block *b = sc->head;
+    if (b != NULL)
+        sc->head = b->next;
+    pthread_mutex_unlock(&sc->lock);
+    if (b != NULL)
+        atomic_fetch_sub_explicit(&cached_bytes, rounded, memory_order_relaxed);
+    return b;
+}
+
+static void
+global_push(int c, size_t rounded, free_block *b)
+{
+    pthread_once(&classes_once, init_classes);
+    if (atomic_load_explicit(&cached_bytes, memory_order_relaxed) + rounded > cache_limit) {
+        free(b);
+        return;
+    }
+    atomic_fetch_add_explicit(&cached_bytes, rounded, memory_order_relaxed);
+    size_class *sc = &classes[c];
+    pthread_mutex_lock(&sc->lock);
+    b->next = sc->head;
+    sc->head = b;
+    pthread_mutex_unlock(&sc->lock);
+}
+
+/* A small per-thread stack of blocks in front of the shared lists, for classes up to 64 KiB:
+ * an op's result is usually freed on the thread that made it, so the common alloc/free pair
+ * costs no lock and no atomic. Bounded (TCACHE_DEPTH blocks per class, a few MiB per thread),
+ * and given back to the shared lists when the thread exits. */
+enum { TCACHE_CLASSES = SMALL_CLASSES + 4 * (16 - FIRST_LARGE_LOG2), TCACHE_DEPTH = 8 };
+
+typedef struct thread_cache {
+    free_block *head[TCACHE_CLASSES];
+    unsigned char count[TCACHE_CLASSES];
+    bool registered; /* the exit hook is set for this thread */
+} thread_cache;
+
+static _Thread_local thread_cache tcache;
+static pthread_key_t tcache_key;
+static pthread_once_t tcache_key_once = PTHREAD_ONCE_INIT;
+
+static void
+tcache_flush(void)
+{
+    for (int c = 0; c < TCACHE_CLASSES; c++) {
+        free_block *b = tcache.head[c];
+        tcache.head[c] = NULL;
+        tcache.count[c] = 0;
+        while (b != NULL) {
+            free_block *next = b->next;
+            global_push(c, class_size(c), b);
+            b = next;
+        }
+    }
+}
+
+static void
+tcache_on_thread_exit(void *arg)
+{
+    (void)arg;
+    tcache_flush();
+}
+
+static void
+make_tcache_key(void)
+{
+    pthread_key_create(&tcache_key, tcache_on_thread_exit);
+}
+
 void *
 yt__cpu_alloc(size_t nbytes)
 {
@@ -134,18 +210,15 @@ yt__cpu_alloc(size_t nbytes)
     int c = class_of(nbytes, &rounded);
     if (c < 0)
         return NULL;
-    pthread_once(&classes_once, init_classes);
-
-    size_class *sc = &classes[c];
-    pthread_mutex_lock(&sc->lock);
-    free_block *b = sc->head;
-    if (b != NULL)
-        sc->head = b->next;
-    pthread_mutex_unlock(&sc->lock);
-    if (b != NULL) {
-        atomic_fetch_sub_explicit(&cached_bytes, rounded, memory_order_relaxed);
+    if (c < TCACHE_CLASSES && tcache.head[c] != NULL) {
+        free_block *b = tcache.head[c];
+        tcache.head[c] = b->next;
+        tcache.count[c]--;
         return b;
     }
+    free_block *b = global_pop(c, rounded);
+    if (b != NULL)
+        return b;
     return system_alloc(rounded);
 }
 
@@ -156,24 +229,30 @@ yt__cpu_free(void *ptr, size_t nbytes)
         return;
     size_t rounded;
     int c = class_of(nbytes, &rounded);
-    if (c < 0 ||
-        atomic_load_explicit(&cached_bytes, memory_order_relaxed) + rounded > cache_limit) {
+    if (c < 0) {
         free(ptr);
         return;
     }
-    /* classes are initialised: ptr came from yt__cpu_alloc */
-    atomic_fetch_add_explicit(&cached_bytes, rounded, memory_order_relaxed);
-    size_class *sc = &classes[c];
     free_block *b = ptr;
-    pthread_mutex_lock(&sc->lock);
-    b->next = sc->head;
-    sc->head = b;
-    pthread_mutex_unlock(&sc->lock);
+    if (c < TCACHE_CLASSES && tcache.count[c] < TCACHE_DEPTH) {
+        if (!tcache.registered) {
+            /* Any non-NULL value makes the exit hook run for this thread. */
+            pthread_once(&tcache_key_once, make_tcache_key);
+            pthread_setspecific(tcache_key, &tcache);
+            tcache.registered = true;
+        }
+        b->next = tcache.head[c];
+        tcache.head[c] = b;
+        tcache.count[c]++;
+        return;
+    }
+    global_push(c, rounded, b);
 }
 
 void
 yt_allocator_trim(void)
 {
+    tcache_flush(); /* this thread's; other threads' small stacks stay */
     pthread_once(&classes_once, init_classes);
     for (int c = 0; c < N_CLASSES; c++) {
         size_class *sc = &classes[c];

@@ -184,24 +184,24 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
 
     iter it;
     it.n_ops = n_in + 1;
-    const int D = out->dim;
+    const int ndim = out->dim;
     for (int k = 0; k < it.n_ops; k++) {
         const yt_tensor *t = k == 0 ? out : in[k - 1];
         if (t->device != YT_DEVICE_CPU)
             return yt__fail_status(YT_ERR_DEVICE, "pointwise: operand %d is on %s, expected cpu", k,
                                    yt_device_name(t->device));
-        if (t->dim > D)
+        if (t->dim > ndim)
             return broadcast_error(out, n_in, in);
         it.base[k] = yt__data_ptr(t);
     }
 
     /* Per-operand byte strides in out's dims, innermost first; size-1 dims dropped. */
     it.dim = 0;
-    for (int i = D - 1; i >= 0; i--) {
+    for (int i = ndim - 1; i >= 0; i--) {
         int64_t size = out->sizes[i];
         if (size == 1) {
             for (int k = 1; k < it.n_ops; k++) {
-                int d = in[k - 1]->dim - D + i;
+                int d = in[k - 1]->dim - ndim + i;
                 if (d >= 0 && in[k - 1]->sizes[d] != 1)
                     return broadcast_error(out, n_in, in);
             }
@@ -209,7 +209,7 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         }
         for (int k = 0; k < it.n_ops; k++) {
             const yt_tensor *t = k == 0 ? out : in[k - 1];
-            int d = t->dim - D + i;
+            int d = t->dim - ndim + i;
             int64_t stride = 0;
             if (d >= 0) {
                 if (t->sizes[d] == size)
@@ -222,7 +222,8 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         it.sizes[it.dim++] = size;
     }
     if (it.dim == 0) {
-        /* A single element: one dim of size 1; stride values do not matter for n = 1. */
+        /* A single element: one dim of size 1, with element-sized strides so loops take their
+         * contiguous path. */
         it.sizes[0] = 1;
         for (int k = 0; k < it.n_ops; k++) {
             const yt_tensor *t = k == 0 ? out : in[k - 1];

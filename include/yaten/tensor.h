@@ -90,6 +90,13 @@ YT_API int64_t yt_live_bytes(void);
 /* Returns cached free blocks of the CPU allocator to the system. */
 YT_API void yt_allocator_trim(void);
 
+/* ---- BLAS ---- */
+
+/* Name of the BLIS kernel set that runs GEMM-shaped ops ("skx", "zen3", "haswell", "generic").
+ * yaten picks the fastest set the CPU supports at start-up unless BLIS_ARCH_TYPE is set.
+ * Static string; never NULL. */
+YT_API const char *yt_blas_info(void);
+
 /* ---- random numbers ---- */
 
 /* Seeds the default generator (Philox4x32-10; same stream on every platform). */
