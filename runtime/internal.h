@@ -113,6 +113,32 @@ yt__bump_version(yt_tensor *t)
     atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
 }
 
+/* ---------------------------------------------------------------- live counters (runtime/counters.c) */
+
+/* One thread's share of the live-tensor and live-byte counts. Only its own thread writes it
+ * (relaxed load + store, no locked instruction); yt_live_tensors() sums all threads. */
+typedef struct yt__live_counters {
+    atomic_int_fast64_t tensors;
+    atomic_int_fast64_t bytes;
+    struct yt__live_counters *next;
+} yt__live_counters;
+
+extern _Thread_local yt__live_counters *yt__tls_counters;
+YT_INTERNAL yt__live_counters *yt__live_counters_register(void);
+
+static inline void
+yt__count_live(int64_t tensors, int64_t bytes)
+{
+    yt__live_counters *c = yt__tls_counters;
+    if (c == NULL)
+        c = yt__live_counters_register();
+    atomic_store_explicit(&c->tensors,
+                          atomic_load_explicit(&c->tensors, memory_order_relaxed) + tensors,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->bytes, atomic_load_explicit(&c->bytes, memory_order_relaxed) + bytes,
+                          memory_order_relaxed);
+}
+
 /* ---------------------------------------------------------------- CPU allocator */
 
 /* Caching allocator: blocks are kept in size classes and reused, so steady-state training does

@@ -1,8 +1,8 @@
 /* Tensors: handles (sizes, strides, offset, dtype) over refcounted storage. Creation, views,
  * reference counting, the live-tensor counter, the public accessors, copying out, printing.
  *
- * yt__empty and yt_release run on every op, so they do one malloc (the handle) plus the
- * storage, and nothing else. */
+ * yt__empty and yt_release run on every op: handles come from the caching allocator's
+ * per-thread lists (no malloc, no lock) and the live counter is per thread (no atomic). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +10,10 @@
 
 #include "internal.h"
 
-static atomic_int_fast64_t live_tensors;
-
 static yt_tensor *
 new_handle(void)
 {
-    yt_tensor *t = malloc(sizeof *t);
+    yt_tensor *t = yt__cpu_alloc(sizeof *t);
     if (t == NULL)
         return NULL;
     atomic_init(&t->refcount, 1);
@@ -30,7 +28,7 @@ new_handle(void)
     t->grad_fn = NULL;
     t->output_nr = 0;
     t->grad = NULL;
-    atomic_fetch_add_explicit(&live_tensors, 1, memory_order_relaxed);
+    yt__count_live(1, 0);
     return t;
 }
 
@@ -304,14 +302,8 @@ yt_release(yt_tensor *t)
     yt__storage_release(t->storage);
     yt_release(t->grad); /* a grad has no grad of its own: recursion depth 1 */
     yt__node_release(t->grad_fn);
-    atomic_fetch_sub_explicit(&live_tensors, 1, memory_order_relaxed);
-    free(t);
-}
-
-int64_t
-yt_live_tensors(void)
-{
-    return (int64_t)atomic_load_explicit(&live_tensors, memory_order_relaxed);
+    yt__count_live(-1, 0);
+    yt__cpu_free(t, sizeof *t);
 }
 
 /* ---------------------------------------------------------------- accessors */
