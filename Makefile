@@ -61,7 +61,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 GEN_DEPS := ops.yaml derivatives.yaml $(wildcard codegen/*.py codegen/templates/*.j2)
 
 .PHONY: all lib generate check-generated deps deps-test deps-bench demo test test-unit test-codegen \
-        test-asan bench install uninstall clean format check-format
+        test-examples test-asan bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
 all: lib $(BUILD)/yaten.pc $(EXAMPLES)

@@ -4,8 +4,8 @@
 # As root it runs apt-get; otherwise it prints the exact command to run and fails.
 set -eu
 
-build="gcc make pkg-config libblis-openmp-dev libyaml-dev zlib1g-dev"
-test_pkgs="libcriterion-dev python3-pytest python3-jinja2 python3-yaml python3-torch"
+build="gcc make pkg-config libblis-openmp-dev libyaml-dev zlib1g-dev python3-jinja2 python3-yaml clang-format-14"
+test_pkgs="libcriterion-dev python3-pytest python3-torch"
 bench_pkgs="libtorch-dev python3-torch"
 demo_pkgs="dataset-fashion-mnist"
 
