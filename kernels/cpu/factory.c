@@ -155,18 +155,21 @@ fill(yt_tensor *t, const element *value)
         break;
     case 2: {
         uint16_t *p = (uint16_t *)data, v = value->u16;
+#pragma omp simd
         for (int64_t i = 0; i < n; i++)
             p[i] = v;
         break;
     }
     case 4: {
         uint32_t *p = (uint32_t *)data, v = value->u32;
+#pragma omp simd
         for (int64_t i = 0; i < n; i++)
             p[i] = v;
         break;
     }
     default: {
         uint64_t *p = (uint64_t *)data, v = value->u64;
+#pragma omp simd
         for (int64_t i = 0; i < n; i++)
             p[i] = v;
         break;

@@ -66,16 +66,14 @@ blis_strides(const yt_tensor *t, int64_t *rs_out, int64_t *cs_out)
 static yt_tensor *
 gemm_operand(yt_tensor *t, yt_dtype dtype, int64_t *rs, int64_t *cs)
 {
-    yt_tensor *op = NULL;
     if (t->dtype == dtype && blis_strides(t, rs, cs))
-        op = yt_retain(t);
-    else
-        op = yt__cast_copy(t, dtype);
-    if (op != NULL && op != t && !blis_strides(op, rs, cs)) {
-        yt_release(op); /* a fresh contiguous matrix always suits BLIS */
-        return (yt_tensor *)yt__fail(YT_ERR_INTERNAL, "mm: unusable strides after a copy");
+        return yt_retain(t);
+    yt_tensor *copy = yt__cast_copy(t, dtype);
+    if (copy != NULL && !blis_strides(copy, rs, cs)) {
+        yt_release(copy); /* cannot happen: a contiguous matrix always suits BLIS */
+        return yt__fail(YT_ERR_INTERNAL, "mm: BLIS refuses the strides of a contiguous copy");
     }
-    return op;
+    return copy;
 }
 
 /* c = a @ b with BLIS, where c is a contiguous f32 or f64 matrix of a's and b's dtype. */
