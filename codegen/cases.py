@@ -45,7 +45,7 @@ def default_samples(op: Op) -> list[dict]:
         a, b = tensors[0].name, tensors[1].name
         pairs = [([3, 4], [3, 4]), ([3, 1], [4]), ([0, 4], [4]), ([], [2, 3])]
         out = [dict(base, **{a: {"shape": x}, b: {"shape": y}}) for x, y in pairs]
-        out.append(dict(base, **{a: {"shape": [4, 3], "transpose": True}, b: {"shape": [3]}}))
+        out.append(dict(base, **{a: {"shape": [4, 3], "transpose": True}, b: {"shape": [4]}}))
         return out
     if op.family == "factory" and not tensors:
         return [base]
@@ -55,7 +55,7 @@ def default_samples(op: Op) -> list[dict]:
 def _tensor_spec(name, spec):
     shape = spec["shape"]
     return {"name": name, "dim": len(shape), "sizes": shape or [0], "dtype": C_DTYPE[spec.get("dtype", "f64")],
-            "transpose": "true" if spec.get("transpose") else "false"}
+            "transpose": bool(spec.get("transpose"))}
 
 
 class CaseBuilder:

@@ -83,7 +83,8 @@ class _Compiler:
         try:
             tree = ast.parse(self.formula.source, mode="eval")
         except SyntaxError as e:
-            self.fail(f"syntax error at column {e.offset}: {e.msg}")
+            where = f"column {e.offset}" if e.offset else "the end"  # Python gives 0 for an early end
+            self.fail(f"syntax error at {where}: {e.msg}")
         target = f"out[{self.out_index}]"
         value = self.expr(tree.body, final=True)
         if value.kind != "tensor":

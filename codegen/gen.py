@@ -13,9 +13,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cases import CaseBuilder  # noqa: E402
-from emit import TemplateFailure, environment, render, write_if_changed  # noqa: E402
+from emit import FormatFailure, TemplateFailure, environment, format_c_files, render, write_if_changed  # noqa: E402
 from lower import OpLowering, dtype_mask_name  # noqa: E402
-from model import DTYPE_SETS, DTYPES, FAMILIES, SpecError  # noqa: E402
+from model import DTYPE_SETS, DTYPES, FAMILIES, Loc, SpecError  # noqa: E402
 from parse import parse_derivatives, parse_ops  # noqa: E402
 
 
@@ -40,8 +40,12 @@ class Lowered:
 
 def load(root: str):
     def read(name):
-        with open(os.path.join(root, name), encoding="utf-8") as f:
-            return f.read()
+        with open(os.path.join(root, name), "rb") as f:
+            data = f.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SpecError(Loc(name, data[:e.start].count(b"\n") + 1), "not valid UTF-8") from None
 
     ops = parse_ops(read("ops.yaml"), "ops.yaml")
     parse_derivatives(read("derivatives.yaml"), ops, "derivatives.yaml")
@@ -91,11 +95,11 @@ def main(argv=None) -> int:
                    help="folder to write into (default: the root); generated/ and docs/ go below it")
     args = p.parse_args(argv)
     try:
-        files = generate(args.root)
+        files = format_c_files(generate(args.root))
     except SpecError as e:
         print(f"{e.loc}: error: {e.message}", file=sys.stderr)
         return 1
-    except TemplateFailure as e:
+    except (TemplateFailure, FormatFailure) as e:
         print(f"{e}", file=sys.stderr)
         return 1
     except OSError as e:
@@ -103,12 +107,8 @@ def main(argv=None) -> int:
         return 1
     out = args.out or args.root
     changed = 0
-    for rel, text in sorted(files.items()):
-        if out != args.root and rel.startswith("generated/"):
-            rel_out = rel  # --out DIR: mirror the layout under DIR
-        else:
-            rel_out = rel
-        changed += write_if_changed(os.path.join(out, rel_out), text)
+    for rel, text in sorted(files.items()):  # --out DIR mirrors the layout under DIR
+        changed += write_if_changed(os.path.join(out, rel), text)
     print(f"gen.py: {len(files)} files, {changed} changed")
     return 0
 

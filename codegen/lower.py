@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
-from model import DTYPE_SETS, DTYPES, Op, SpecError
+from model import DTYPE_SETS, DTYPES, VARIANT_SUFFIX, Op, SpecError
 from pointwise import DTYPE_C, PointwiseExpr
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
+DOC_WIDTH = 96  # doc comment text, after " * ", within clang-format's 100 columns
 
 
 def c_params(op: Op, full: bool = True) -> list[str]:
@@ -104,20 +106,25 @@ class Body:
         self.lines.append(("    " * indent + line) if line else "")
 
     def ret_fail(self, fail: str, code: str, fmt: str, args=(), indent: int = 2):
-        """`return fail(code, "fmt", args...);`, wrapped at 100 columns with aligned arguments."""
-        head = f"return {fail}("
+        """`return fail(code, "fmt", args...);` on one line; clang-format wraps it."""
         parts = [code, f'"{fmt}"'] + list(args)
-        one = "    " * indent + head + ", ".join(parts) + ");"
-        if len(one) <= 100:
-            self.lines.append(one)
-            return
-        pad = " " * (4 * indent + len(head))
-        self.lines.append("    " * indent + head + f"{code}, \"{fmt}\"" + ("," if args else ");"))
-        if args:
-            self.lines.append(pad + ", ".join(args) + ");")
+        self.lines.append("    " * indent + f"return {fail}({', '.join(parts)});")
 
 
 # ---------------------------------------------------------------- checks (ops.yaml `checks:`)
+
+_CHECK_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def _int_literal(n):
+    """The value of an integer literal (`2`, `-1`), or None for any other expression."""
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+        v = _int_literal(n.operand)
+        return None if v is None else -v
+    if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+        return n.value
+    return None
+
 
 class CheckCompiler:
     def __init__(self, op: Op, check):
@@ -143,8 +150,9 @@ class CheckCompiler:
 
     def expr(self, n) -> str:
         s = self.op.schema
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return str(n.value)
+        literal = _int_literal(n)
+        if literal is not None:
+            return str(literal)
         if isinstance(n, ast.Name):
             a = s.arg(n.id)
             if n.id == "result_dtype":
@@ -163,9 +171,9 @@ class CheckCompiler:
             self.fail(f"unknown attribute '{n.attr}'")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "size":
             a = s.arg(n.func.value.id) if isinstance(n.func.value, ast.Name) else None
-            if a is None or a.kind != "tensor" or len(n.args) != 1 or not isinstance(n.args[0], ast.Constant):
+            i = _int_literal(n.args[0]) if len(n.args) == 1 and not n.keywords else None
+            if a is None or a.kind != "tensor" or i is None:
                 self.fail("size() takes a constant dim of a tensor argument")
-            i = n.args[0].value
             c = f"{a.name}->sizes[{i}]" if i >= 0 else f"{a.name}->sizes[{a.name}->dim - {-i}]"
             return self.term(f"{a.name}.size({i})", c, "%lld", f"(long long){c}")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
@@ -174,10 +182,11 @@ class CheckCompiler:
                 self.fail("len() takes an int[] argument")
             return self.term(f"len({a.name})", f"{a.name}_len", "%d", f"{a.name}_len")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "is_floating":
+            if len(n.args) != 1 or n.keywords:
+                self.fail("is_floating() takes one argument")
             return f"yt_dtype_is_floating({self.expr(n.args[0])})"
-        if isinstance(n, ast.Compare) and len(n.ops) == 1:
-            op = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(n.ops[0])]
-            return f"{self.expr(n.left)} {op} {self.expr(n.comparators[0])}"
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in _CHECK_CMP:
+            return f"{self.expr(n.left)} {_CHECK_CMP[type(n.ops[0])]} {self.expr(n.comparators[0])}"
         if isinstance(n, ast.BoolOp):
             j = " && " if isinstance(n.op, ast.And) else " || "
             return "(" + j.join(self.expr(v) for v in n.values) + ")"
@@ -193,8 +202,8 @@ class CheckCompiler:
         if isinstance(tree, ast.Compare) and isinstance(tree.left, ast.Attribute) and tree.left.attr == "dim" \
                 and isinstance(tree.comparators[0], ast.Constant):
             t = tree.left.value.id
-            want = ast.unparse(tree.ops[0]) if False else {ast.Eq: "", ast.LtE: "at most ", ast.GtE: "at least ",
-                                                            ast.Lt: "below ", ast.Gt: "above ", ast.NotEq: "not "}[type(tree.ops[0])]
+            want = {ast.Eq: "", ast.LtE: "at most ", ast.GtE: "at least ", ast.Lt: "below ", ast.Gt: "above ",
+                    ast.NotEq: "not "}[type(tree.ops[0])]
             return (f"{name}: {t} must be {want}{tree.comparators[0].value}-D, got %d-D", [f"{t}->dim"])
         if isinstance(tree, ast.Compare) and isinstance(tree.ops[0], ast.Eq) and len(self.terms) == 2:
             (a, _, fa, ca), (b, _, fb, cb) = self.terms
@@ -223,11 +232,10 @@ class OpLowering:
 
     # -- names
     def fn_name(self, variant: str, ex: bool) -> str:
-        base = f"yt_{self.op.c_name}" + ("_ex" if ex else "")
-        return base + {"function": "", "inplace": "_", "out": "_out"}[variant]
+        return self.op.c_function(variant, ex)
 
     def msg_name(self, variant: str) -> str:
-        return self.s.name + {"function": "", "inplace": "_", "out": "_out"}[variant]
+        return self.s.name + VARIANT_SUFFIX[variant]
 
     @property
     def has_defaults(self) -> bool:
@@ -398,8 +406,11 @@ class OpLowering:
         return True
 
     def casts(self, b: Body):
-        """Pointwise: promoted tensors are converted to compute_dtype before the loop."""
+        """Pointwise: promoted tensors are converted to compute_dtype before the loop; so is the
+        lone tensor of an op whose integral inputs compute in floating point (sqrt of an i64)."""
         casted = [n for n in self.op.promote if self.s.arg(n).kind == "tensor"]
+        if not casted and self.op.impl == "pointwise" and self.op.result_dtype == "floating":
+            casted = [self.tensors[0]]
         for t in casted:
             b(f"yt_tensor *{t}_k = {t}->dtype == compute_dtype ? {t} : yt__cast_copy({t}, compute_dtype);")
         if casted:
@@ -489,9 +500,7 @@ class OpLowering:
         layout does not fit the kernel."""
         op = self.op
         direct = f"{dest}->dtype == result_dtype" + ("" if op.impl == "pointwise" else f" && {dest}->is_contiguous")
-        b(f"yt_tensor *target = {direct}")
-        b(f"                        ? {dest}")
-        b("                        : yt__empty(&result_shape, result_dtype, result_device);")
+        b(f"yt_tensor *target = {direct} ? {dest} : yt__empty(&result_shape, result_dtype, result_device);")
         b(f"yt_status status = target == NULL ? yt_errcode() : kernel({self.kernel_call_args('target', casted)});")
         for t in casted:
             b(f"yt__release_cast({t}_k, {t});")
@@ -569,7 +578,7 @@ class OpLowering:
     # -- docs
     def doc(self, variant: str, ex: bool) -> list:
         op, s = self.op, self.s
-        lines = [f"{s.text}", op.doc]
+        lines = [s.text] + textwrap.wrap(op.doc, DOC_WIDTH)  # the schema stays whole, for grep
         defaults = [f"{a.name}={_default_text(a)}" for a in s.args if a.has_default]
         if defaults and not ex:
             lines.append(f"Uses the defaults {', '.join(defaults)}; {self.fn_name(variant, True)}() takes every argument.")

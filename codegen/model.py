@@ -53,6 +53,7 @@ DTYPE_SETS = {
 
 FAMILIES = ["pointwise", "reduce", "linalg", "shape", "factory", "backward"]
 VARIANTS = ["function", "inplace", "out"]
+VARIANT_SUFFIX = {"function": "", "inplace": "_", "out": "_out"}  # yt_mul, yt_mul_, yt_mul_out
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ class Op:
     shape: Any  # None | list of expressions | "argname" | "fn(args)"
     impl: str  # pointwise | kernel | view | composite
     pointwise: Optional[str]
+    pointwise_loc: Optional[Loc]  # line of the `pointwise:` expression, for its errors
     dispatch: dict  # device -> kernel function name
     impl_fn: Optional[str]  # view / composite function name
     domain: Optional[str]
@@ -122,6 +124,20 @@ class Op:
     # C name: the YAML name, plus the overload only where an earlier entry took the bare name
     # (add.Tensor -> add, add.Scalar -> add_scalar). Set by parse_ops.
     c_name: str = ""
+
+    def c_function(self, variant: str, ex: bool) -> str:
+        """Name of one public C function of the op: yt_<c_name>[_ex][_|_out]."""
+        return f"yt_{self.c_name}" + ("_ex" if ex else "") + VARIANT_SUFFIX[variant]
+
+    def c_functions(self) -> list[str]:
+        """Every public C function of the op: one per variant, and its _ex form when arguments have defaults."""
+        has_defaults = any(a.has_default for a in self.schema.args)
+        names = []
+        for variant in self.variants:
+            names.append(self.c_function(variant, False))
+            if has_defaults:
+                names.append(self.c_function(variant, True))
+        return names
 
 
 @dataclass(frozen=True)

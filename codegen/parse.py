@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import yaml
@@ -23,35 +24,31 @@ class Node:
         self.loc = loc
 
 
-def _convert(node, file: str):
+def _convert(node, file: str, constructor):
     loc = Loc(file, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out = {}
         for key_node, value_node in node.value:
-            key = _convert(key_node, file)
+            key = _convert(key_node, file, constructor)
             if not isinstance(key.value, str):
                 raise SpecError(key.loc, "mapping keys must be strings")
             if key.value in out:
                 raise SpecError(key.loc, f"duplicate key '{key.value}'")
-            out[key.value] = _convert(value_node, file)
+            out[key.value] = _convert(value_node, file, constructor)
             out[key.value].key_loc = key.loc
         return Node(out, loc)
     if isinstance(node, yaml.SequenceNode):
-        return Node([_convert(n, file) for n in node.value], loc)
-    return Node(_scalar(node), loc)
+        return Node([_convert(n, file, constructor) for n in node.value], loc)
+    return Node(_scalar(node, loc, constructor), loc)
 
 
-def _scalar(node):
-    tag, text = node.tag, node.value
-    if tag.endswith(":int"):
-        return int(text, 0) if not text.lstrip("+-").startswith("0") or text.strip("+-") == "0" else int(text)
-    if tag.endswith(":float"):
-        return float(text)
-    if tag.endswith(":bool"):
-        return text.lower() in ("true", "yes", "on")
-    if tag.endswith(":null"):
-        return None
-    return text
+def _scalar(node, loc: Loc, constructor):
+    """The Python value of a scalar node (int, float, bool, None or str), as YAML resolves it."""
+    try:
+        return constructor.construct_object(node)
+    except (yaml.YAMLError, ValueError) as e:
+        problem = getattr(e, "problem", None) or str(e)
+        raise SpecError(loc, f"invalid YAML value '{node.value}': {problem}") from None
 
 
 def load_yaml(text: str, file: str) -> Node:
@@ -60,11 +57,14 @@ def load_yaml(text: str, file: str) -> Node:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark else 1
-        problem = getattr(e, "problem", None) or str(e)
-        raise SpecError(Loc(file, line), f"invalid YAML: {problem}") from None
+        message = f"invalid YAML: {getattr(e, 'problem', None) or e}"
+        context, context_mark = getattr(e, "context", None), getattr(e, "context_mark", None)
+        if context and context_mark and context_mark.line + 1 != line:  # where the broken construct began
+            message += f" ({context} at line {context_mark.line + 1})"
+        raise SpecError(Loc(file, line), message) from None
     if root is None:
         return Node([], Loc(file, 1))
-    return _convert(root, file)
+    return _convert(root, file, yaml.constructor.SafeConstructor())
 
 
 def plain(node: Node):
@@ -85,33 +85,44 @@ RESERVED_NAMES = {"result", "result_shape", "result_dtype", "compute_dtype", "re
                   "status", "node", "out", "grads", "node_", "tmp"}
 
 
-def _parse_default(text: str, kind: str, loc: Loc, name: str):
+def _parse_default(text: str, kind: str, loc: Loc, where: str):
+    """Python value of a schema default; `where` ("add: argument 'alpha'") starts each error."""
     t = text.strip()
     if t == "None":
         return None
+    if kind in ("dtype", "device"):
+        raise SpecError(loc, f"{where} may only default to None")
     if t in ("True", "False"):
         if kind not in ("bool", "scalar"):
-            raise SpecError(loc, f"argument '{name}': default {t} does not fit its type")
+            raise SpecError(loc, f"{where}: default {t} does not fit its type")
         return t == "True"
     if t.startswith("[") and t.endswith("]"):
         if kind != "intlist":
-            raise SpecError(loc, f"argument '{name}': a list default needs an int[] argument")
-        inner = t[1:-1].strip()
-        if inner:
-            raise SpecError(loc, f"argument '{name}': only the empty list [] is supported as a default")
+            raise SpecError(loc, f"{where}: a list default needs an int[] argument")
+        if t[1:-1].strip():
+            raise SpecError(loc, f"{where}: only the empty list [] is supported as a default")
         return []
-    try:
-        value = int(t)
-    except ValueError:
-        try:
-            value = float(t)
-        except ValueError:
-            raise SpecError(loc, f"argument '{name}': bad default '{t}'") from None
-    if kind == "int" or (kind == "scalar"):
+    value = _number(t)
+    if value is None:
+        raise SpecError(loc, f"{where}: bad default '{t}'")
+    if kind == "scalar" or (kind == "int" and isinstance(value, int)):
         return value
     if kind == "float":
         return float(value)
-    raise SpecError(loc, f"argument '{name}': default {t} does not fit its type")
+    raise SpecError(loc, f"{where}: default {t} does not fit its type")
+
+
+def _number(text: str):
+    """The int or finite float that `text` spells, or None."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def parse_schema(text: str, loc: Loc) -> Schema:
@@ -146,11 +157,9 @@ def parse_schema(text: str, loc: Loc) -> Schema:
         if optional and kind not in ("int", "dtype", "device", "intlist"):
             raise SpecError(loc, f"{name}: optional '{type_text}?' is not supported (argument '{arg_name}')")
         has_default = default_text is not None
-        default = _parse_default(default_text, kind, loc, arg_name) if has_default else None
+        default = _parse_default(default_text, kind, loc, f"{name}: argument '{arg_name}'") if has_default else None
         if has_default and default is None and not optional:
             raise SpecError(loc, f"{name}: argument '{arg_name}' defaults to None but its type is not optional")
-        if kind in ("dtype", "device") and has_default and default is not None:
-            raise SpecError(loc, f"{name}: argument '{arg_name}' may only default to None")
         if not kwarg_only and seen_default and not has_default:
             raise SpecError(loc, f"{name}: argument '{arg_name}' without default follows one with a default")
         seen_default = seen_default or has_default
@@ -272,6 +281,7 @@ def parse_op(node: Node) -> Op:
     dispatch = {}
     impl_fn = None
     pointwise = None
+    pointwise_loc = None
     if impl_key == "dispatch":
         dn = e["dispatch"]
         if not isinstance(dn.value, dict) or not dn.value:
@@ -294,6 +304,7 @@ def parse_op(node: Node) -> Op:
             raise SpecError(e["variants"].loc, f"{fn}: composite ops have only the function variant")
     else:
         pointwise = get_str("pointwise")
+        pointwise_loc = e["pointwise"].loc
         if not schema.tensor_args:
             raise SpecError(loc, f"{fn}: a pointwise op needs a tensor argument")
 
@@ -383,8 +394,8 @@ def parse_op(node: Node) -> Op:
 
     return Op(schema=schema, loc=loc, family=family, variants=variants, dtypes=dtypes, broadcast=broadcast,
               promote=promote, same_dtype=same_dtype, result_dtype=result_dtype, dims=dims, checks=checks,
-              shape=shape, impl=impl, pointwise=pointwise, dispatch=dispatch, impl_fn=impl_fn, domain=domain,
-              samples=samples, samples_loc=samples_loc, doc=doc)
+              shape=shape, impl=impl, pointwise=pointwise, pointwise_loc=pointwise_loc, dispatch=dispatch,
+              impl_fn=impl_fn, domain=domain, samples=samples, samples_loc=samples_loc, doc=doc)
 
 
 def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
@@ -443,6 +454,9 @@ def _parse_sample(node: Node, schema: Schema) -> dict:
             out[k] = val
         else:
             raise SpecError(v.loc, f"{fn}: samples cannot set '{k}'")
+    for a in schema.args:
+        if a.name not in out and (a.kind == "tensor" or not a.has_default):
+            raise SpecError(node.loc, f"{fn}: sample gives no value for argument '{a.name}', which has no default")
     return out
 
 
@@ -451,21 +465,34 @@ def parse_ops(text: str, file: str = "ops.yaml") -> list[Op]:
     if not isinstance(root.value, list):
         raise SpecError(root.loc, "the file must be a list of operator entries")
     ops = []
-    seen = {}
-    c_names = {}
+    seen = {}  # full name -> Loc
+    c_names = {}  # C name -> Loc
+    functions = {}  # public C function -> the op that generates it
     for node in root.value:
         op = parse_op(node)
         fn = op.schema.full_name
-        bare = op.schema.name
-        op.c_name = bare if bare not in c_names else f"{bare}_{op.schema.overload.lower()}"
         if fn in seen:
             raise SpecError(op.loc, f"duplicate operator '{fn}' (first defined at line {seen[fn].line})")
+        op.c_name = _c_name(op.schema, c_names)
         if op.c_name in c_names:
             raise SpecError(op.loc, f"'{fn}' maps to C name yt_{op.c_name}, already used at line {c_names[op.c_name].line}")
+        for name in op.c_functions():
+            if name in functions:
+                other = functions[name]
+                raise SpecError(op.loc, f"'{fn}' generates {name}(), which '{other.schema.full_name}' at line "
+                                f"{other.loc.line} also generates")
+            functions[name] = op
         seen[fn] = op.loc
         c_names[op.c_name] = op.loc
         ops.append(op)
     return ops
+
+
+def _c_name(schema: Schema, taken: dict) -> str:
+    """The YAML name, plus the overload only where an earlier entry took the bare name."""
+    if schema.name in taken and schema.overload:
+        return f"{schema.name}_{schema.overload.lower()}"
+    return schema.name
 
 
 # ---------------------------------------------------------------- derivatives.yaml
@@ -514,9 +541,19 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
             raise SpecError(name_node.loc, f"{schema.full_name}: not_differentiable entries take no formulas")
         if not d.not_differentiable and not d.formulas:
             raise SpecError(name_node.loc, f"{schema.full_name}: no formulas (mark it not_differentiable: true if intended)")
+        given = [f.input for f in d.formulas]
+        for t in _grad_tensors(op):
+            if d.formulas and t not in given:
+                raise SpecError(name_node.loc, f"{schema.full_name}: no formula for tensor argument '{t}' "
+                                "(its gradient would be silently dropped)")
         op.derivative = d
     for op in ops:
-        if op.derivative is None and op.impl != "composite" and op.schema.tensor_args and \
-                not all(d == ["bool"] for d in op.dtypes.values()):
+        if op.derivative is None and op.impl != "composite" and _grad_tensors(op):
             raise SpecError(op.loc, f"{op.schema.full_name}: differentiable op has no entry in {file} "
                             "(add formulas, or an entry with not_differentiable: true)")
+
+
+def _grad_tensors(op: Op) -> list[str]:
+    """Tensor arguments that can require grad: those whose dtype set holds a floating dtype."""
+    floating = DTYPE_SETS["floating"]
+    return [a.name for a in op.schema.tensor_args if any(d in floating for d in op.dtypes[a.name])]

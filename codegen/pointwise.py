@@ -29,15 +29,16 @@ class PointwiseExpr:
 
     def __init__(self, op: Op):
         self.op = op
+        self.loc = op.pointwise_loc or op.loc
         try:
             self.tree = ast.parse(op.pointwise, mode="eval").body
         except SyntaxError as e:
-            raise SpecError(op.loc, f"{op.schema.full_name}: pointwise expression: syntax error: {e.msg}") from None
+            raise SpecError(self.loc, f"{op.schema.full_name}: pointwise expression: syntax error: {e.msg}") from None
         self.names = set()
         self._validate(self.tree)
 
     def _fail(self, msg):
-        raise SpecError(self.op.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
+        raise SpecError(self.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
 
     def _validate(self, n):
         if isinstance(n, ast.Name):
@@ -102,13 +103,17 @@ class PointwiseExpr:
                 if not is_float:
                     self._fail(f"{n.func.id}() has no {dtype} form (declare result_dtype: floating)")
                 fn = n.func.id + ("f" if ctype == "float" else "")
-                return f"{fn}({', '.join(r(a) for a in n.args)})"
+                return f"{fn}({', '.join(_unwrap(r(a)) for a in n.args)})"
             raise AssertionError(n)
 
-        text = r(self.tree)
-        if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-            text = text[1:-1]
-        return text
+        return _unwrap(r(self.tree))
+
+
+def _unwrap(text: str) -> str:
+    """`text` without one pair of parentheses around all of it: `(a + b)` -> `a + b`."""
+    if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        return text[1:-1]
+    return text
 
 
 def _balanced(s: str) -> bool:

@@ -9,14 +9,15 @@
 #error "generated/ is stale: run make generate"
 #endif
 
-/* add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor backward, from derivatives.yaml:8
+/* add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:8:
  *   self: sum_to(grad, self.shape)
  *   other: sum_to(grad * alpha, other.shape)
  */
 typedef struct add_node {
-    yt_node base; /* must be first */
-    yt_shape self_shape; /* used by: self */
-    yt_scalar alpha; /* used by: other */
+    yt_node base;         /* must be first */
+    yt_shape self_shape;  /* used by: self */
+    yt_scalar alpha;      /* used by: other */
     yt_shape other_shape; /* used by: other */
 } add_node;
 
@@ -73,7 +74,8 @@ yt__record_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar a
     return status;
 }
 
-/* add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor backward, from derivatives.yaml:12
+/* add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:12:
  *   self: grad
  */
 typedef struct add_scalar_node {
@@ -121,14 +123,15 @@ yt__record_add_scalar(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor backward, from derivatives.yaml:15
+/* sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:15:
  *   self: sum_to(grad, self.shape)
  *   other: sum_to(-grad * alpha, other.shape)
  */
 typedef struct sub_node {
-    yt_node base; /* must be first */
-    yt_shape self_shape; /* used by: self */
-    yt_scalar alpha; /* used by: other */
+    yt_node base;         /* must be first */
+    yt_shape self_shape;  /* used by: self */
+    yt_scalar alpha;      /* used by: other */
     yt_shape other_shape; /* used by: other */
 } sub_node;
 
@@ -187,7 +190,8 @@ yt__record_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar a
     return status;
 }
 
-/* sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor backward, from derivatives.yaml:19
+/* sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:19:
  *   self: grad
  */
 typedef struct sub_scalar_node {
@@ -235,7 +239,8 @@ yt__record_sub_scalar(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* rsub.Scalar(Tensor self, Scalar other) -> Tensor backward, from derivatives.yaml:22
+/* rsub.Scalar(Tensor self, Scalar other) -> Tensor
+ * backward, from derivatives.yaml:22:
  *   self: -grad
  */
 typedef struct rsub_node {
@@ -283,15 +288,16 @@ yt__record_rsub(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* mul.Tensor(Tensor self, Tensor other) -> Tensor backward, from derivatives.yaml:25
+/* mul.Tensor(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:25:
  *   self: sum_to(grad * other, self.shape)
  *   other: sum_to(grad * self, other.shape)
  */
 typedef struct mul_node {
-    yt_node base; /* must be first */
-    yt_saved other; /* used by: self */
-    yt_shape self_shape; /* used by: self */
-    yt_saved self; /* used by: other */
+    yt_node base;         /* must be first */
+    yt_saved other;       /* used by: self */
+    yt_shape self_shape;  /* used by: self */
+    yt_saved self;        /* used by: other */
     yt_shape other_shape; /* used by: other */
 } mul_node;
 
@@ -359,11 +365,12 @@ yt__record_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     return status;
 }
 
-/* mul.Scalar(Tensor self, Scalar other) -> Tensor backward, from derivatives.yaml:29
+/* mul.Scalar(Tensor self, Scalar other) -> Tensor
+ * backward, from derivatives.yaml:29:
  *   self: grad * other
  */
 typedef struct mul_scalar_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
     yt_scalar other; /* used by: self */
 } mul_scalar_node;
 
@@ -409,15 +416,16 @@ yt__record_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     return status;
 }
 
-/* div.Tensor(Tensor self, Tensor other) -> Tensor backward, from derivatives.yaml:32
+/* div.Tensor(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:32:
  *   self: sum_to(grad / other, self.shape)
  *   other: sum_to(-grad * self / (other * other), other.shape)
  */
 typedef struct div_node {
-    yt_node base; /* must be first */
-    yt_saved other; /* used by: self, other */
-    yt_shape self_shape; /* used by: self */
-    yt_saved self; /* used by: other */
+    yt_node base;         /* must be first */
+    yt_saved other;       /* used by: self, other */
+    yt_shape self_shape;  /* used by: self */
+    yt_saved self;        /* used by: other */
     yt_shape other_shape; /* used by: other */
 } div_node;
 
@@ -493,11 +501,12 @@ yt__record_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     return status;
 }
 
-/* div.Scalar(Tensor self, Scalar other) -> Tensor backward, from derivatives.yaml:36
+/* div.Scalar(Tensor self, Scalar other) -> Tensor
+ * backward, from derivatives.yaml:36:
  *   self: grad / other
  */
 typedef struct div_scalar_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
     yt_scalar other; /* used by: self */
 } div_scalar_node;
 
@@ -543,7 +552,8 @@ yt__record_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     return status;
 }
 
-/* neg(Tensor self) -> Tensor backward, from derivatives.yaml:39
+/* neg(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:39:
  *   self: -grad
  */
 typedef struct neg_node {
@@ -591,12 +601,13 @@ yt__record_neg(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor backward, from derivatives.yaml:42
+/* pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
+ * backward, from derivatives.yaml:42:
  *   self: pow_backward(grad, self, exponent)
  */
 typedef struct pow_node {
-    yt_node base; /* must be first */
-    yt_saved self; /* used by: self */
+    yt_node base;       /* must be first */
+    yt_saved self;      /* used by: self */
     yt_scalar exponent; /* used by: self */
 } pow_node;
 
@@ -647,16 +658,17 @@ yt__record_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     return status;
 }
 
-/* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor backward, from derivatives.yaml:45
+/* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
+ * backward, from derivatives.yaml:45:
  *   self: sum_to(pow_backward_self(grad, self, exponent), self.shape)
  *   exponent: sum_to(pow_backward_exponent(grad, self, exponent, result), exponent.shape)
  */
 typedef struct pow_tensor_tensor_node {
-    yt_node base; /* must be first */
-    yt_saved self; /* used by: self, exponent */
-    yt_saved exponent; /* used by: self, exponent */
-    yt_shape self_shape; /* used by: self */
-    yt_saved result; /* used by: exponent */
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self, exponent */
+    yt_saved exponent;       /* used by: self, exponent */
+    yt_shape self_shape;     /* used by: self */
+    yt_saved result;         /* used by: exponent */
     yt_shape exponent_shape; /* used by: exponent */
 } pow_tensor_tensor_node;
 
@@ -713,7 +725,8 @@ static const yt_node_kind pow_tensor_tensor_node_kind = {
 yt_status
 yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponent)
 {
-    pow_tensor_tensor_node *node = (pow_tensor_tensor_node *)yt__node_new(&pow_tensor_tensor_node_kind, 2, 1);
+    pow_tensor_tensor_node *node =
+        (pow_tensor_tensor_node *)yt__node_new(&pow_tensor_tensor_node_kind, 2, 1);
     if (node == NULL)
         return yt_errcode();
     yt_status status = YT_OK;
@@ -733,11 +746,12 @@ yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *expo
     return status;
 }
 
-/* exp(Tensor self) -> Tensor backward, from derivatives.yaml:49
+/* exp(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:49:
  *   self: grad * result
  */
 typedef struct exp_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
     yt_saved result; /* used by: self */
 } exp_node;
 
@@ -787,11 +801,12 @@ yt__record_exp(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* log(Tensor self) -> Tensor backward, from derivatives.yaml:52
+/* log(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:52:
  *   self: grad / self
  */
 typedef struct log_node {
-    yt_node base; /* must be first */
+    yt_node base;  /* must be first */
     yt_saved self; /* used by: self */
 } log_node;
 
@@ -841,11 +856,12 @@ yt__record_log(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* sqrt(Tensor self) -> Tensor backward, from derivatives.yaml:55
+/* sqrt(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:55:
  *   self: grad / (2 * result)
  */
 typedef struct sqrt_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
     yt_saved result; /* used by: self */
 } sqrt_node;
 
@@ -897,11 +913,12 @@ yt__record_sqrt(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* relu(Tensor self) -> Tensor backward, from derivatives.yaml:58
+/* relu(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:58:
  *   self: grad * (result > 0)
  */
 typedef struct relu_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
     yt_saved result; /* used by: self */
 } relu_node;
 
@@ -953,11 +970,12 @@ yt__record_relu(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* sigmoid(Tensor self) -> Tensor backward, from derivatives.yaml:61
+/* sigmoid(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:61:
  *   self: grad * result * (1 - result)
  */
 typedef struct sigmoid_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
     yt_saved result; /* used by: self */
 } sigmoid_node;
 
@@ -1011,11 +1029,12 @@ yt__record_sigmoid(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* tanh(Tensor self) -> Tensor backward, from derivatives.yaml:64
+/* tanh(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:64:
  *   self: grad * (1 - result * result)
  */
 typedef struct tanh_node {
-    yt_node base; /* must be first */
+    yt_node base;    /* must be first */
     yt_saved result; /* used by: self */
 } tanh_node;
 
@@ -1069,7 +1088,65 @@ yt__record_tanh(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* clone(Tensor self) -> Tensor backward, from derivatives.yaml:67
+/* softplus(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:67:
+ *   self: grad * sigmoid(self)
+ */
+typedef struct softplus_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} softplus_node;
+
+static yt_status
+softplus_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    softplus_node *node = (softplus_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_sigmoid(self);
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+softplus_release_saved(yt_node *node_)
+{
+    softplus_node *node = (softplus_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind softplus_node_kind = {
+    .name = "SoftplusBackward",
+    .op_name = "softplus",
+    .size = sizeof(softplus_node),
+    .backward = softplus_backward,
+    .release_saved = softplus_release_saved,
+};
+
+yt_status
+yt__record_softplus(yt_tensor *result, yt_tensor *self)
+{
+    softplus_node *node = (softplus_node *)yt__node_new(&softplus_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clone(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:70:
  *   self: grad
  */
 typedef struct clone_node {
@@ -1117,11 +1194,12 @@ yt__record_clone(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* to.dtype(Tensor self, ScalarType dtype) -> Tensor backward, from derivatives.yaml:70
+/* to.dtype(Tensor self, ScalarType dtype) -> Tensor
+ * backward, from derivatives.yaml:73:
  *   self: to(grad, self.dtype)
  */
 typedef struct to_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_dtype self_dtype; /* used by: self */
 } to_node;
 
@@ -1167,14 +1245,15 @@ yt__record_to(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* where(Tensor condition, Tensor self, Tensor other) -> Tensor backward, from derivatives.yaml:91
+/* where(Tensor condition, Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:94:
  *   self: sum_to(where(condition, grad, zeros_like(grad)), self.shape)
  *   other: sum_to(where(condition, zeros_like(grad), grad), other.shape)
  */
 typedef struct where_node {
-    yt_node base; /* must be first */
-    yt_saved condition; /* used by: self, other */
-    yt_shape self_shape; /* used by: self */
+    yt_node base;         /* must be first */
+    yt_saved condition;   /* used by: self, other */
+    yt_shape self_shape;  /* used by: self */
     yt_shape other_shape; /* used by: other */
 } where_node;
 
@@ -1243,11 +1322,12 @@ yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_te
     return status;
 }
 
-/* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor backward, from derivatives.yaml:95
+/* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:98:
  *   self: expand(grad, self.shape)
  */
 typedef struct sum_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
 } sum_node;
 
@@ -1293,14 +1373,15 @@ yt__record_sum(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor backward, from derivatives.yaml:98
+/* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:101:
  *   self: sum_backward(grad, self.shape, dim, keepdim)
  */
 typedef struct sum_dim_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
-    yt_int_list dim; /* used by: self */
-    bool keepdim; /* used by: self */
+    yt_int_list dim;     /* used by: self */
+    bool keepdim;        /* used by: self */
 } sum_dim_node;
 
 static yt_status
@@ -1309,7 +1390,8 @@ sum_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     sum_dim_node *node = (sum_dim_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        out[0] = yt_sum_backward(grads[0], node->self_shape.sizes, node->self_shape.dim, node->dim.v, node->dim.len, node->keepdim);
+        out[0] = yt_sum_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                 node->dim.v, node->dim.len, node->keepdim);
         if (out[0] == NULL)
             return yt__last_status();
     }
@@ -1331,7 +1413,8 @@ static const yt_node_kind sum_dim_node_kind = {
 };
 
 yt_status
-yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+                   bool keepdim)
 {
     sum_dim_node *node = (sum_dim_node *)yt__node_new(&sum_dim_node_kind, 1, 1);
     if (node == NULL)
@@ -1349,13 +1432,14 @@ yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int d
     return status;
 }
 
-/* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor backward, from derivatives.yaml:101
+/* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:104:
  *   self: expand(grad, self.shape) / self.numel
  */
 typedef struct mean_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
-    int64_t self_numel; /* used by: self */
+    int64_t self_numel;  /* used by: self */
 } mean_node;
 
 static yt_status
@@ -1403,14 +1487,15 @@ yt__record_mean(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor backward, from derivatives.yaml:104
+/* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:107:
  *   self: mean_backward(grad, self.shape, dim, keepdim)
  */
 typedef struct mean_dim_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
-    yt_int_list dim; /* used by: self */
-    bool keepdim; /* used by: self */
+    yt_int_list dim;     /* used by: self */
+    bool keepdim;        /* used by: self */
 } mean_dim_node;
 
 static yt_status
@@ -1419,7 +1504,8 @@ mean_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     mean_dim_node *node = (mean_dim_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        out[0] = yt_mean_backward(grads[0], node->self_shape.sizes, node->self_shape.dim, node->dim.v, node->dim.len, node->keepdim);
+        out[0] = yt_mean_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                  node->dim.v, node->dim.len, node->keepdim);
         if (out[0] == NULL)
             return yt__last_status();
     }
@@ -1441,7 +1527,8 @@ static const yt_node_kind mean_dim_node_kind = {
 };
 
 yt_status
-yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+                    bool keepdim)
 {
     mean_dim_node *node = (mean_dim_node *)yt__node_new(&mean_dim_node_kind, 1, 1);
     if (node == NULL)
@@ -1459,15 +1546,16 @@ yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int 
     return status;
 }
 
-/* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor backward, from derivatives.yaml:107
+/* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:110:
  *   self: amax_backward(grad, self, result, dim, keepdim)
  */
 typedef struct amax_node {
-    yt_node base; /* must be first */
-    yt_saved self; /* used by: self */
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
     yt_saved result; /* used by: self */
     yt_int_list dim; /* used by: self */
-    bool keepdim; /* used by: self */
+    bool keepdim;    /* used by: self */
 } amax_node;
 
 static yt_status
@@ -1478,7 +1566,8 @@ amax_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     if (node->base.needs_grad[0]) {
         yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
         yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
-        out[0] = yt_amax_backward(grads[0], self, result, node->dim.v, node->dim.len, node->keepdim);
+        out[0] =
+            yt_amax_backward(grads[0], self, result, node->dim.v, node->dim.len, node->keepdim);
         yt_release(result);
         yt_release(self);
         if (out[0] == NULL)
@@ -1525,12 +1614,13 @@ yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
     return status;
 }
 
-/* mm(Tensor self, Tensor mat2) -> Tensor backward, from derivatives.yaml:110
+/* mm(Tensor self, Tensor mat2) -> Tensor
+ * backward, from derivatives.yaml:113:
  *   self: mm(grad, mat2.t())
  *   mat2: mm(self.t(), grad)
  */
 typedef struct mm_node {
-    yt_node base; /* must be first */
+    yt_node base;  /* must be first */
     yt_saved mat2; /* used by: self */
     yt_saved self; /* used by: mat2 */
 } mm_node;
@@ -1597,7 +1687,8 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
     return status;
 }
 
-/* t(Tensor self) -> Tensor backward, from derivatives.yaml:114
+/* t(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:117:
  *   self: grad.t()
  */
 typedef struct t_node {
@@ -1645,7 +1736,8 @@ yt__record_t(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* transpose(Tensor self, int dim0, int dim1) -> Tensor backward, from derivatives.yaml:117
+/* transpose(Tensor self, int dim0, int dim1) -> Tensor
+ * backward, from derivatives.yaml:120:
  *   self: transpose(grad, dim0, dim1)
  */
 typedef struct transpose_node {
@@ -1697,11 +1789,12 @@ yt__record_transpose(yt_tensor *result, yt_tensor *self, int64_t dim0, int64_t d
     return status;
 }
 
-/* permute(Tensor self, int[] dims) -> Tensor backward, from derivatives.yaml:120
+/* permute(Tensor self, int[] dims) -> Tensor
+ * backward, from derivatives.yaml:123:
  *   self: permute_backward(grad, dims)
  */
 typedef struct permute_node {
-    yt_node base; /* must be first */
+    yt_node base;     /* must be first */
     yt_int_list dims; /* used by: self */
 } permute_node;
 
@@ -1749,11 +1842,12 @@ yt__record_permute(yt_tensor *result, yt_tensor *self, const int64_t *dims, int 
     return status;
 }
 
-/* view(Tensor self, int[] size) -> Tensor backward, from derivatives.yaml:123
+/* view(Tensor self, int[] size) -> Tensor
+ * backward, from derivatives.yaml:126:
  *   self: reshape(grad, self.shape)
  */
 typedef struct view_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
 } view_node;
 
@@ -1799,11 +1893,12 @@ yt__record_view(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* expand(Tensor self, int[] size) -> Tensor backward, from derivatives.yaml:126
+/* expand(Tensor self, int[] size) -> Tensor
+ * backward, from derivatives.yaml:129:
  *   self: sum_to(grad, self.shape)
  */
 typedef struct expand_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
 } expand_node;
 
@@ -1849,11 +1944,12 @@ yt__record_expand(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* squeeze(Tensor self) -> Tensor backward, from derivatives.yaml:129
+/* squeeze(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:132:
  *   self: reshape(grad, self.shape)
  */
 typedef struct squeeze_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
 } squeeze_node;
 
@@ -1899,11 +1995,12 @@ yt__record_squeeze(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* squeeze.dim(Tensor self, int dim) -> Tensor backward, from derivatives.yaml:132
+/* squeeze.dim(Tensor self, int dim) -> Tensor
+ * backward, from derivatives.yaml:135:
  *   self: reshape(grad, self.shape)
  */
 typedef struct squeeze_dim_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
 } squeeze_dim_node;
 
@@ -1949,12 +2046,13 @@ yt__record_squeeze_dim(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* unsqueeze(Tensor self, int dim) -> Tensor backward, from derivatives.yaml:135
+/* unsqueeze(Tensor self, int dim) -> Tensor
+ * backward, from derivatives.yaml:138:
  *   self: squeeze(grad, dim)
  */
 typedef struct unsqueeze_node {
     yt_node base; /* must be first */
-    int64_t dim; /* used by: self */
+    int64_t dim;  /* used by: self */
 } unsqueeze_node;
 
 static yt_status
@@ -1999,16 +2097,17 @@ yt__record_unsqueeze(yt_tensor *result, yt_tensor *self, int64_t dim)
     return status;
 }
 
-/* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor backward, from derivatives.yaml:138
+/* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
+ * backward, from derivatives.yaml:141:
  *   self: slice_backward(grad, self.shape, dim, start, end, step)
  */
 typedef struct slice_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
-    int64_t dim; /* used by: self */
-    int64_t start; /* used by: self */
-    int64_t end; /* used by: self */
-    int64_t step; /* used by: self */
+    int64_t dim;         /* used by: self */
+    int64_t start;       /* used by: self */
+    int64_t end;         /* used by: self */
+    int64_t step;        /* used by: self */
 } slice_node;
 
 static yt_status
@@ -2017,7 +2116,8 @@ slice_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     slice_node *node = (slice_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        out[0] = yt_slice_backward(grads[0], node->self_shape.sizes, node->self_shape.dim, node->dim, node->start, node->end, node->step);
+        out[0] = yt_slice_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                   node->dim, node->start, node->end, node->step);
         if (out[0] == NULL)
             return yt__last_status();
     }
@@ -2039,7 +2139,8 @@ static const yt_node_kind slice_node_kind = {
 };
 
 yt_status
-yt__record_slice(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
+yt__record_slice(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t start, int64_t end,
+                 int64_t step)
 {
     slice_node *node = (slice_node *)yt__node_new(&slice_node_kind, 1, 1);
     if (node == NULL)
@@ -2057,14 +2158,15 @@ yt__record_slice(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t start,
     return status;
 }
 
-/* select(Tensor self, int dim, int index) -> Tensor backward, from derivatives.yaml:141
+/* select(Tensor self, int dim, int index) -> Tensor
+ * backward, from derivatives.yaml:144:
  *   self: select_backward(grad, self.shape, dim, index)
  */
 typedef struct select_node {
-    yt_node base; /* must be first */
+    yt_node base;        /* must be first */
     yt_shape self_shape; /* used by: self */
-    int64_t dim; /* used by: self */
-    int64_t index; /* used by: self */
+    int64_t dim;         /* used by: self */
+    int64_t index;       /* used by: self */
 } select_node;
 
 static yt_status
@@ -2073,7 +2175,8 @@ select_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     select_node *node = (select_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        out[0] = yt_select_backward(grads[0], node->self_shape.sizes, node->self_shape.dim, node->dim, node->index);
+        out[0] = yt_select_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, node->index);
         if (out[0] == NULL)
             return yt__last_status();
     }
@@ -2111,15 +2214,16 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
-/* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor backward, from derivatives.yaml:147
+/* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
+ * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)
  */
 typedef struct slice_backward_node {
-    yt_node base; /* must be first */
-    int64_t dim; /* used by: grad_output */
+    yt_node base;  /* must be first */
+    int64_t dim;   /* used by: grad_output */
     int64_t start; /* used by: grad_output */
-    int64_t end; /* used by: grad_output */
-    int64_t step; /* used by: grad_output */
+    int64_t end;   /* used by: grad_output */
+    int64_t step;  /* used by: grad_output */
 } slice_backward_node;
 
 static yt_status
@@ -2150,9 +2254,11 @@ static const yt_node_kind slice_backward_node_kind = {
 };
 
 yt_status
-yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim, int64_t start, int64_t end, int64_t step)
+yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim, int64_t start,
+                          int64_t end, int64_t step)
 {
-    slice_backward_node *node = (slice_backward_node *)yt__node_new(&slice_backward_node_kind, 1, 1);
+    slice_backward_node *node =
+        (slice_backward_node *)yt__node_new(&slice_backward_node_kind, 1, 1);
     if (node == NULL)
         return yt_errcode();
     yt_status status = YT_OK;
@@ -2167,12 +2273,13 @@ yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim
     return status;
 }
 
-/* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor backward, from derivatives.yaml:150
+/* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
+ * backward, from derivatives.yaml:153:
  *   grad_output: select(grad, dim, index)
  */
 typedef struct select_backward_node {
-    yt_node base; /* must be first */
-    int64_t dim; /* used by: grad_output */
+    yt_node base;  /* must be first */
+    int64_t dim;   /* used by: grad_output */
     int64_t index; /* used by: grad_output */
 } select_backward_node;
 
@@ -2206,7 +2313,8 @@ static const yt_node_kind select_backward_node_kind = {
 yt_status
 yt__record_select_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim, int64_t index)
 {
-    select_backward_node *node = (select_backward_node *)yt__node_new(&select_backward_node_kind, 1, 1);
+    select_backward_node *node =
+        (select_backward_node *)yt__node_new(&select_backward_node_kind, 1, 1);
     if (node == NULL)
         return yt_errcode();
     yt_status status = YT_OK;

@@ -11,9 +11,11 @@
 #error "generated/ is stale: run make generate"
 #endif
 
-YT_INTERNAL yt_status yt__record_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha);
+YT_INTERNAL yt_status yt__record_add(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                                     yt_scalar alpha);
 YT_INTERNAL yt_status yt__record_add_scalar(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha);
+YT_INTERNAL yt_status yt__record_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                                     yt_scalar alpha);
 YT_INTERNAL yt_status yt__record_sub_scalar(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_rsub(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other);
@@ -22,33 +24,46 @@ YT_INTERNAL yt_status yt__record_div(yt_tensor *result, yt_tensor *self, yt_tens
 YT_INTERNAL yt_status yt__record_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
 YT_INTERNAL yt_status yt__record_neg(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent);
-YT_INTERNAL yt_status yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponent);
+YT_INTERNAL yt_status yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self,
+                                                   yt_tensor *exponent);
 YT_INTERNAL yt_status yt__record_exp(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_log(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sqrt(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_relu(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sigmoid(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_tanh(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_softplus(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_clone(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_to(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
+                                       yt_tensor *other);
 YT_INTERNAL yt_status yt__record_sum(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                         int dim_len, bool keepdim);
 YT_INTERNAL yt_status yt__record_mean(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
-YT_INTERNAL yt_status yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                          int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                      int dim_len, bool keepdim);
 YT_INTERNAL yt_status yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_t(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_transpose(yt_tensor *result, yt_tensor *self, int64_t dim0, int64_t dim1);
-YT_INTERNAL yt_status yt__record_permute(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dims_len);
+YT_INTERNAL yt_status yt__record_transpose(yt_tensor *result, yt_tensor *self, int64_t dim0,
+                                           int64_t dim1);
+YT_INTERNAL yt_status yt__record_permute(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                         int dims_len);
 YT_INTERNAL yt_status yt__record_view(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_expand(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_squeeze(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_squeeze_dim(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_unsqueeze(yt_tensor *result, yt_tensor *self, int64_t dim);
-YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step);
-YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index);
-YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim, int64_t start, int64_t end, int64_t step);
-YT_INTERNAL yt_status yt__record_select_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim, int64_t index);
+YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                       int64_t start, int64_t end, int64_t step);
+YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                        int64_t index);
+YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                int64_t dim, int64_t start, int64_t end,
+                                                int64_t step);
+YT_INTERNAL yt_status yt__record_select_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                 int64_t dim, int64_t index);
 
 #endif

@@ -79,6 +79,10 @@ const yt__tanh_kernel_fn yt__tanh_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_tanh,
 };
 
+const yt__softplus_kernel_fn yt__softplus_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_softplus,
+};
+
 const yt__clone_kernel_fn yt__clone_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_clone,
 };

@@ -12,27 +12,35 @@
 #endif
 
 /* dtype sets named in ops.yaml, as YT_DTYPE_BIT masks */
-#define YT_DTYPESET_ALL 0x3ffu /* bool, u8, i8, i16, i32, i64, f16, bf16, f32, f64 */
+#define YT_DTYPESET_ALL          0x3ffu /* bool, u8, i8, i16, i32, i64, f16, bf16, f32, f64 */
 #define YT_DTYPESET_ALL_BUT_BOOL 0x3feu /* u8, i8, i16, i32, i64, f16, bf16, f32, f64 */
-#define YT_DTYPESET_FLOATING 0x3c0u /* f16, bf16, f32, f64 */
-#define YT_DTYPESET_INTEGRAL 0x3eu /* u8, i8, i16, i32, i64 */
-#define YT_DTYPESET_BOOL 0x1u /* bool */
+#define YT_DTYPESET_FLOATING     0x3c0u /* f16, bf16, f32, f64 */
+#define YT_DTYPESET_INTEGRAL     0x3eu  /* u8, i8, i16, i32, i64 */
+#define YT_DTYPESET_BOOL         0x1u   /* bool */
 
-typedef yt_status (*yt__add_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha);
+typedef yt_status (*yt__add_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                                       yt_scalar alpha);
 extern const yt__add_kernel_fn yt__add_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha);
+YT_INTERNAL yt_status yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                                  yt_scalar alpha);
 
-typedef yt_status (*yt__add_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha);
+typedef yt_status (*yt__add_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                              yt_scalar alpha);
 extern const yt__add_scalar_kernel_fn yt__add_scalar_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha);
+YT_INTERNAL yt_status yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                         yt_scalar alpha);
 
-typedef yt_status (*yt__sub_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha);
+typedef yt_status (*yt__sub_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                                       yt_scalar alpha);
 extern const yt__sub_kernel_fn yt__sub_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha);
+YT_INTERNAL yt_status yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other,
+                                  yt_scalar alpha);
 
-typedef yt_status (*yt__sub_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha);
+typedef yt_status (*yt__sub_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                              yt_scalar alpha);
 extern const yt__sub_scalar_kernel_fn yt__sub_scalar_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha);
+YT_INTERNAL yt_status yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other,
+                                         yt_scalar alpha);
 
 typedef yt_status (*yt__rsub_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
 extern const yt__rsub_kernel_fn yt__rsub_kernels[YT_DEVICE_COUNT];
@@ -62,9 +70,11 @@ typedef yt_status (*yt__pow_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_sc
 extern const yt__pow_kernel_fn yt__pow_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent);
 
-typedef yt_status (*yt__pow_tensor_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *exponent);
+typedef yt_status (*yt__pow_tensor_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                     yt_tensor *exponent);
 extern const yt__pow_tensor_tensor_kernel_fn yt__pow_tensor_tensor_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponent);
+YT_INTERNAL yt_status yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self,
+                                                yt_tensor *exponent);
 
 typedef yt_status (*yt__exp_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__exp_kernel_fn yt__exp_kernels[YT_DEVICE_COUNT];
@@ -89,6 +99,10 @@ YT_INTERNAL yt_status yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self);
 typedef yt_status (*yt__tanh_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__tanh_kernel_fn yt__tanh_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_tanh(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__softplus_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__softplus_kernel_fn yt__softplus_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softplus(yt_tensor *result, yt_tensor *self);
 
 typedef yt_status (*yt__clone_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__clone_kernel_fn yt__clone_kernels[YT_DEVICE_COUNT];
@@ -122,69 +136,98 @@ typedef yt_status (*yt__gt_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self,
 extern const yt__gt_scalar_kernel_fn yt__gt_scalar_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
 
-typedef yt_status (*yt__where_kernel_fn)(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tensor *other);
+typedef yt_status (*yt__where_kernel_fn)(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
+                                         yt_tensor *other);
 extern const yt__where_kernel_fn yt__where_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
+                                    yt_tensor *other);
 
 typedef yt_status (*yt__sum_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 extern const yt__sum_kernel_fn yt__sum_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_sum(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 
-typedef yt_status (*yt__sum_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+typedef yt_status (*yt__sum_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                           int dim_len, bool keepdim, yt_dtype dtype);
 extern const yt__sum_dim_kernel_fn yt__sum_dim_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+YT_INTERNAL yt_status yt__cpu_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                      int dim_len, bool keepdim, yt_dtype dtype);
 
 typedef yt_status (*yt__mean_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 extern const yt__mean_kernel_fn yt__mean_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mean(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 
-typedef yt_status (*yt__mean_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+typedef yt_status (*yt__mean_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                            int dim_len, bool keepdim, yt_dtype dtype);
 extern const yt__mean_dim_kernel_fn yt__mean_dim_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+YT_INTERNAL yt_status yt__cpu_mean_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                       int dim_len, bool keepdim, yt_dtype dtype);
 
-typedef yt_status (*yt__amax_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+typedef yt_status (*yt__amax_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                        int dim_len, bool keepdim);
 extern const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                   int dim_len, bool keepdim);
 
 typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 
-typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                         yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_zeros(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_INTERNAL yt_status yt__cpu_zeros(yt_tensor *result, const int64_t *size, int size_len,
+                                    yt_dtype dtype, yt_device device);
 
-typedef yt_status (*yt__ones_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+typedef yt_status (*yt__ones_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                        yt_dtype dtype, yt_device device);
 extern const yt__ones_kernel_fn yt__ones_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_ones(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_INTERNAL yt_status yt__cpu_ones(yt_tensor *result, const int64_t *size, int size_len,
+                                   yt_dtype dtype, yt_device device);
 
-typedef yt_status (*yt__full_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype, yt_device device);
+typedef yt_status (*yt__full_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                        yt_scalar fill_value, yt_dtype dtype, yt_device device);
 extern const yt__full_kernel_fn yt__full_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_full(yt_tensor *result, const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype, yt_device device);
+YT_INTERNAL yt_status yt__cpu_full(yt_tensor *result, const int64_t *size, int size_len,
+                                   yt_scalar fill_value, yt_dtype dtype, yt_device device);
 
 typedef yt_status (*yt__zeros_like_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__zeros_like_kernel_fn yt__zeros_like_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_zeros_like(yt_tensor *result, yt_tensor *self);
 
-typedef yt_status (*yt__arange_kernel_fn)(yt_tensor *result, yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device);
+typedef yt_status (*yt__arange_kernel_fn)(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                          yt_scalar step, yt_dtype dtype, yt_device device);
 extern const yt__arange_kernel_fn yt__arange_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_arange(yt_tensor *result, yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device);
+YT_INTERNAL yt_status yt__cpu_arange(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                     yt_scalar step, yt_dtype dtype, yt_device device);
 
-typedef yt_status (*yt__rand_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+typedef yt_status (*yt__rand_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                        yt_dtype dtype, yt_device device);
 extern const yt__rand_kernel_fn yt__rand_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_INTERNAL yt_status yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len,
+                                   yt_dtype dtype, yt_device device);
 
-typedef yt_status (*yt__randn_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+typedef yt_status (*yt__randn_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                         yt_dtype dtype, yt_device device);
 extern const yt__randn_kernel_fn yt__randn_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_INTERNAL yt_status yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len,
+                                    yt_dtype dtype, yt_device device);
 
-typedef yt_status (*yt__slice_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t start, int64_t end, int64_t step);
+typedef yt_status (*yt__slice_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                  const int64_t *input_sizes, int input_sizes_len,
+                                                  int64_t dim, int64_t start, int64_t end,
+                                                  int64_t step);
 extern const yt__slice_backward_kernel_fn yt__slice_backward_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_slice_backward(yt_tensor *result, yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t start, int64_t end, int64_t step);
+YT_INTERNAL yt_status yt__cpu_slice_backward(yt_tensor *result, yt_tensor *grad_output,
+                                             const int64_t *input_sizes, int input_sizes_len,
+                                             int64_t dim, int64_t start, int64_t end, int64_t step);
 
-typedef yt_status (*yt__select_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t index);
+typedef yt_status (*yt__select_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                   const int64_t *input_sizes, int input_sizes_len,
+                                                   int64_t dim, int64_t index);
 extern const yt__select_backward_kernel_fn yt__select_backward_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t index);
+YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad_output,
+                                              const int64_t *input_sizes, int input_sizes_len,
+                                              int64_t dim, int64_t index);
 
 /* views (runtime/views.c) and composites (kernels/composite/) */
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
@@ -197,16 +240,27 @@ YT_INTERNAL yt_tensor *yt__view_expand(yt_tensor *self, const int64_t *size, int
 YT_INTERNAL yt_tensor *yt__view_squeeze(yt_tensor *self);
 YT_INTERNAL yt_tensor *yt__view_squeeze_dim(yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_tensor *yt__view_unsqueeze(yt_tensor *self, int64_t dim);
-YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step);
+YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64_t start,
+                                             int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
-YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim, int dim_len, bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim, int dim_len, bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim, int dim_len, bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
-YT_INTERNAL yt_tensor *yt__composite_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
-YT_INTERNAL yt_tensor *yt__composite_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
-YT_INTERNAL yt_tensor *yt__composite_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output);
+YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
+                                                  int sizes_len, const int64_t *dim, int dim_len,
+                                                  bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_mean_backward(yt_tensor *grad, const int64_t *sizes,
+                                                   int sizes_len, const int64_t *dim, int dim_len,
+                                                   bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_amax_backward(yt_tensor *grad, yt_tensor *self,
+                                                   yt_tensor *output, const int64_t *dim,
+                                                   int dim_len, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_permute_backward(yt_tensor *grad, const int64_t *dims,
+                                                      int dims_len);
+YT_INTERNAL yt_tensor *yt__composite_pow_backward(yt_tensor *grad, yt_tensor *self,
+                                                  yt_scalar exponent);
+YT_INTERNAL yt_tensor *yt__composite_pow_backward_self(yt_tensor *grad, yt_tensor *self,
+                                                       yt_tensor *exponent);
+YT_INTERNAL yt_tensor *yt__composite_pow_backward_exponent(yt_tensor *grad, yt_tensor *self,
+                                                           yt_tensor *exponent, yt_tensor *output);
 
 #endif

@@ -49,7 +49,8 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t alpha = (int32_t)scalars[0].i;
-    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
@@ -74,7 +75,8 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int8_t alpha = (int8_t)scalars[0].i;
-    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == sizeof(int8_t)) {
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
         int8_t *out = (int8_t *)data[0];
         const int8_t *self_p = (const int8_t *)data[1];
         const int8_t *other_p = (const int8_t *)data[2];
@@ -99,7 +101,8 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int16_t alpha = (int16_t)scalars[0].i;
-    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == sizeof(int16_t)) {
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
         int16_t *out = (int16_t *)data[0];
         const int16_t *self_p = (const int16_t *)data[1];
         const int16_t *other_p = (const int16_t *)data[2];
@@ -124,7 +127,8 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t alpha = (int32_t)scalars[0].i;
-    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == sizeof(int32_t)) {
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
         int32_t *out = (int32_t *)data[0];
         const int32_t *self_p = (const int32_t *)data[1];
         const int32_t *other_p = (const int32_t *)data[2];
@@ -149,7 +153,8 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int64_t alpha = (int64_t)scalars[0].i;
-    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == sizeof(int64_t)) {
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
         int64_t *out = (int64_t *)data[0];
         const int64_t *self_p = (const int64_t *)data[1];
         const int64_t *other_p = (const int64_t *)data[2];
@@ -174,7 +179,8 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -199,7 +205,8 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -249,7 +256,8 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
-    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         double *out = (double *)data[0];
         const double *self_p = (const double *)data[1];
         const double *other_p = (const double *)data[2];
@@ -577,7 +585,8 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t alpha = (int32_t)scalars[0].i;
-    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
@@ -602,7 +611,8 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int8_t alpha = (int8_t)scalars[0].i;
-    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == sizeof(int8_t)) {
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
         int8_t *out = (int8_t *)data[0];
         const int8_t *self_p = (const int8_t *)data[1];
         const int8_t *other_p = (const int8_t *)data[2];
@@ -627,7 +637,8 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int16_t alpha = (int16_t)scalars[0].i;
-    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == sizeof(int16_t)) {
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
         int16_t *out = (int16_t *)data[0];
         const int16_t *self_p = (const int16_t *)data[1];
         const int16_t *other_p = (const int16_t *)data[2];
@@ -652,7 +663,8 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t alpha = (int32_t)scalars[0].i;
-    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == sizeof(int32_t)) {
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
         int32_t *out = (int32_t *)data[0];
         const int32_t *self_p = (const int32_t *)data[1];
         const int32_t *other_p = (const int32_t *)data[2];
@@ -677,7 +689,8 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int64_t alpha = (int64_t)scalars[0].i;
-    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == sizeof(int64_t)) {
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
         int64_t *out = (int64_t *)data[0];
         const int64_t *self_p = (const int64_t *)data[1];
         const int64_t *other_p = (const int64_t *)data[2];
@@ -702,7 +715,8 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -727,7 +741,8 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -777,7 +792,8 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
-    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         double *out = (double *)data[0];
         const double *self_p = (const double *)data[1];
         const double *other_p = (const double *)data[2];
@@ -1333,7 +1349,8 @@ static void
 mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
@@ -1357,7 +1374,8 @@ static void
 mul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == sizeof(int8_t)) {
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
         int8_t *out = (int8_t *)data[0];
         const int8_t *self_p = (const int8_t *)data[1];
         const int8_t *other_p = (const int8_t *)data[2];
@@ -1381,7 +1399,8 @@ static void
 mul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == sizeof(int16_t)) {
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
         int16_t *out = (int16_t *)data[0];
         const int16_t *self_p = (const int16_t *)data[1];
         const int16_t *other_p = (const int16_t *)data[2];
@@ -1405,7 +1424,8 @@ static void
 mul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == sizeof(int32_t)) {
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
         int32_t *out = (int32_t *)data[0];
         const int32_t *self_p = (const int32_t *)data[1];
         const int32_t *other_p = (const int32_t *)data[2];
@@ -1429,7 +1449,8 @@ static void
 mul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == sizeof(int64_t)) {
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
         int64_t *out = (int64_t *)data[0];
         const int64_t *self_p = (const int64_t *)data[1];
         const int64_t *other_p = (const int64_t *)data[2];
@@ -1453,7 +1474,8 @@ static void
 mul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -1477,7 +1499,8 @@ static void
 mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -1525,7 +1548,8 @@ static void
 mul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         double *out = (double *)data[0];
         const double *self_p = (const double *)data[1];
         const double *other_p = (const double *)data[2];
@@ -1839,7 +1863,8 @@ static void
 div_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -1863,7 +1888,8 @@ static void
 div_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -1911,7 +1937,8 @@ static void
 div_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         double *out = (double *)data[0];
         const double *self_p = (const double *)data[1];
         const double *other_p = (const double *)data[2];
@@ -2402,7 +2429,8 @@ static void
 pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *exponent_p = (const uint16_t *)data[2];
@@ -2426,7 +2454,8 @@ static void
 pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *exponent_p = (const uint16_t *)data[2];
@@ -2474,7 +2503,8 @@ static void
 pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         double *out = (double *)data[0];
         const double *self_p = (const double *)data[1];
         const double *exponent_p = (const double *)data[2];
@@ -3064,14 +3094,14 @@ sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx
         const uint16_t *self_p = (const uint16_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = (float)1 / ((float)1 + expf((-self)));
+            const float value = (float)1 / ((float)1 + expf(-self));
             out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (float)1 / ((float)1 + expf((-self)));
+        const float value = (float)1 / ((float)1 + expf(-self));
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
@@ -3085,14 +3115,14 @@ sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ct
         const uint16_t *self_p = (const uint16_t *)data[1];
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = (float)1 / ((float)1 + expf((-self)));
+            const float value = (float)1 / ((float)1 + expf(-self));
             out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (float)1 / ((float)1 + expf((-self)));
+        const float value = (float)1 / ((float)1 + expf(-self));
         *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
@@ -3106,14 +3136,14 @@ sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx
         const float *self_p = (const float *)data[1];
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = (float)1 / ((float)1 + expf((-self)));
+            const float value = (float)1 / ((float)1 + expf(-self));
             out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = (float)1 / ((float)1 + expf((-self)));
+        const float value = (float)1 / ((float)1 + expf(-self));
         *(float *)(data[0] + i * strides[0]) = value;
     }
 }
@@ -3127,14 +3157,14 @@ sigmoid_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx
         const double *self_p = (const double *)data[1];
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = (double)1 / ((double)1 + exp((-self)));
+            const double value = (double)1 / ((double)1 + exp(-self));
             out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = (double)1 / ((double)1 + exp((-self)));
+        const double value = (double)1 / ((double)1 + exp(-self));
         *(double *)(data[0] + i * strides[0]) = value;
     }
 }
@@ -3265,7 +3295,113 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- clone: self   (ops.yaml:164) */
+/* ---- softplus: self if self > 20 else log(1 + exp(self))   (ops.yaml:164) */
+
+static void
+softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+        uint16_t *out = (uint16_t *)data[0];
+        const uint16_t *self_p = (const uint16_t *)data[1];
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+            out[i] = yt__f32_to_f16(value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+    }
+}
+
+static void
+softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+        uint16_t *out = (uint16_t *)data[0];
+        const uint16_t *self_p = (const uint16_t *)data[1];
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+            out[i] = yt__f32_to_bf16(value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+    }
+}
+
+static void
+softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+        float *out = (float *)data[0];
+        const float *self_p = (const float *)data[1];
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+            out[i] = value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+        *(float *)(data[0] + i * strides[0]) = value;
+    }
+}
+
+static void
+softplus_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+        double *out = (double *)data[0];
+        const double *self_p = (const double *)data[1];
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double value = (self > (double)20) ? self : log((double)1 + exp(self));
+            out[i] = value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double value = (self > (double)20) ? self : log((double)1 + exp(self));
+        *(double *)(data[0] + i * strides[0]) = value;
+    }
+}
+
+yt_status
+yt__cpu_softplus(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, softplus_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, softplus_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, softplus_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, softplus_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "softplus: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- clone: self   (ops.yaml:172) */
 
 static void
 clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3509,7 +3645,7 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- eq: self == other   (ops.yaml:181) */
+/* ---- eq: self == other   (ops.yaml:189) */
 
 static void
 eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3539,7 +3675,8 @@ static void
 eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
         bool *out = (bool *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
@@ -3563,7 +3700,8 @@ static void
 eq_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == sizeof(int8_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
         bool *out = (bool *)data[0];
         const int8_t *self_p = (const int8_t *)data[1];
         const int8_t *other_p = (const int8_t *)data[2];
@@ -3587,7 +3725,8 @@ static void
 eq_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == sizeof(int16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
         bool *out = (bool *)data[0];
         const int16_t *self_p = (const int16_t *)data[1];
         const int16_t *other_p = (const int16_t *)data[2];
@@ -3611,7 +3750,8 @@ static void
 eq_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == sizeof(int32_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
         bool *out = (bool *)data[0];
         const int32_t *self_p = (const int32_t *)data[1];
         const int32_t *other_p = (const int32_t *)data[2];
@@ -3635,7 +3775,8 @@ static void
 eq_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == sizeof(int64_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
         bool *out = (bool *)data[0];
         const int64_t *self_p = (const int64_t *)data[1];
         const int64_t *other_p = (const int64_t *)data[2];
@@ -3659,7 +3800,8 @@ static void
 eq_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         bool *out = (bool *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -3683,7 +3825,8 @@ static void
 eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         bool *out = (bool *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -3731,7 +3874,8 @@ static void
 eq_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         bool *out = (bool *)data[0];
         const double *self_p = (const double *)data[1];
         const double *other_p = (const double *)data[2];
@@ -3783,7 +3927,7 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     }
 }
 
-/* ---- eq: self == other   (ops.yaml:191) */
+/* ---- eq: self == other   (ops.yaml:199) */
 
 static void
 eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4039,7 +4183,7 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     }
 }
 
-/* ---- lt: self < other   (ops.yaml:200) */
+/* ---- lt: self < other   (ops.yaml:208) */
 
 static void
 lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4069,7 +4213,8 @@ static void
 lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
         bool *out = (bool *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
@@ -4093,7 +4238,8 @@ static void
 lt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == sizeof(int8_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
         bool *out = (bool *)data[0];
         const int8_t *self_p = (const int8_t *)data[1];
         const int8_t *other_p = (const int8_t *)data[2];
@@ -4117,7 +4263,8 @@ static void
 lt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == sizeof(int16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
         bool *out = (bool *)data[0];
         const int16_t *self_p = (const int16_t *)data[1];
         const int16_t *other_p = (const int16_t *)data[2];
@@ -4141,7 +4288,8 @@ static void
 lt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == sizeof(int32_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
         bool *out = (bool *)data[0];
         const int32_t *self_p = (const int32_t *)data[1];
         const int32_t *other_p = (const int32_t *)data[2];
@@ -4165,7 +4313,8 @@ static void
 lt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == sizeof(int64_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
         bool *out = (bool *)data[0];
         const int64_t *self_p = (const int64_t *)data[1];
         const int64_t *other_p = (const int64_t *)data[2];
@@ -4189,7 +4338,8 @@ static void
 lt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         bool *out = (bool *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -4213,7 +4363,8 @@ static void
 lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         bool *out = (bool *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -4261,7 +4412,8 @@ static void
 lt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         bool *out = (bool *)data[0];
         const double *self_p = (const double *)data[1];
         const double *other_p = (const double *)data[2];
@@ -4313,7 +4465,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     }
 }
 
-/* ---- lt: self < other   (ops.yaml:210) */
+/* ---- lt: self < other   (ops.yaml:218) */
 
 static void
 lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4569,7 +4721,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     }
 }
 
-/* ---- gt: self > other   (ops.yaml:219) */
+/* ---- gt: self > other   (ops.yaml:227) */
 
 static void
 gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4599,7 +4751,8 @@ static void
 gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == sizeof(uint8_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
         bool *out = (bool *)data[0];
         const uint8_t *self_p = (const uint8_t *)data[1];
         const uint8_t *other_p = (const uint8_t *)data[2];
@@ -4623,7 +4776,8 @@ static void
 gt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == sizeof(int8_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
         bool *out = (bool *)data[0];
         const int8_t *self_p = (const int8_t *)data[1];
         const int8_t *other_p = (const int8_t *)data[2];
@@ -4647,7 +4801,8 @@ static void
 gt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == sizeof(int16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
         bool *out = (bool *)data[0];
         const int16_t *self_p = (const int16_t *)data[1];
         const int16_t *other_p = (const int16_t *)data[2];
@@ -4671,7 +4826,8 @@ static void
 gt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == sizeof(int32_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
         bool *out = (bool *)data[0];
         const int32_t *self_p = (const int32_t *)data[1];
         const int32_t *other_p = (const int32_t *)data[2];
@@ -4695,7 +4851,8 @@ static void
 gt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == sizeof(int64_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
         bool *out = (bool *)data[0];
         const int64_t *self_p = (const int64_t *)data[1];
         const int64_t *other_p = (const int64_t *)data[2];
@@ -4719,7 +4876,8 @@ static void
 gt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         bool *out = (bool *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -4743,7 +4901,8 @@ static void
 gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
         bool *out = (bool *)data[0];
         const uint16_t *self_p = (const uint16_t *)data[1];
         const uint16_t *other_p = (const uint16_t *)data[2];
@@ -4791,7 +4950,8 @@ static void
 gt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == sizeof(double)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
         bool *out = (bool *)data[0];
         const double *self_p = (const double *)data[1];
         const double *other_p = (const double *)data[2];
@@ -4843,7 +5003,7 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     }
 }
 
-/* ---- gt: self > other   (ops.yaml:229) */
+/* ---- gt: self > other   (ops.yaml:237) */
 
 static void
 gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5099,13 +5259,14 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     }
 }
 
-/* ---- where: self if condition else other   (ops.yaml:238) */
+/* ---- where: self if condition else other   (ops.yaml:246) */
 
 static void
 where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool) && strides[3] == sizeof(bool)) {
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(bool)) {
         bool *out = (bool *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const bool *self_p = (const bool *)data[2];
@@ -5132,7 +5293,8 @@ static void
 where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(bool) && strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
         uint8_t *out = (uint8_t *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const uint8_t *self_p = (const uint8_t *)data[2];
@@ -5159,7 +5321,8 @@ static void
 where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(bool) && strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
         int8_t *out = (int8_t *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const int8_t *self_p = (const int8_t *)data[2];
@@ -5186,7 +5349,8 @@ static void
 where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(bool) && strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
         int16_t *out = (int16_t *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const int16_t *self_p = (const int16_t *)data[2];
@@ -5213,7 +5377,8 @@ static void
 where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(bool) && strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
         int32_t *out = (int32_t *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const int32_t *self_p = (const int32_t *)data[2];
@@ -5240,7 +5405,8 @@ static void
 where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(bool) && strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
         int64_t *out = (int64_t *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const int64_t *self_p = (const int64_t *)data[2];
@@ -5267,7 +5433,8 @@ static void
 where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) && strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const uint16_t *self_p = (const uint16_t *)data[2];
@@ -5294,7 +5461,8 @@ static void
 where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) && strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
         uint16_t *out = (uint16_t *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const uint16_t *self_p = (const uint16_t *)data[2];
@@ -5321,7 +5489,8 @@ static void
 where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(float) && strides[1] == sizeof(bool) && strides[2] == sizeof(float) && strides[3] == sizeof(float)) {
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(bool) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
         float *out = (float *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const float *self_p = (const float *)data[2];
@@ -5348,7 +5517,8 @@ static void
 where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
     (void)ctx;
-    if (strides[0] == sizeof(double) && strides[1] == sizeof(bool) && strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(bool) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
         double *out = (double *)data[0];
         const bool *condition_p = (const bool *)data[1];
         const double *self_p = (const double *)data[2];

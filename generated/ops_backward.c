@@ -10,15 +10,16 @@
 #endif
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:562 */
+ * from ops.yaml:570 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
     if (self == NULL)
         return yt__null_arg("sum_to", "self"); /* keeps an earlier error */
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "sum_to: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "sum_to: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_sum_to(self, size, size_len);
     yt__scope_resume();
@@ -26,17 +27,20 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:572 */
+ * from ops.yaml:580 */
 yt_tensor *
-yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim, int dim_len, bool keepdim)
+yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
+                int dim_len, bool keepdim)
 {
     if (grad == NULL)
         return yt__null_arg("sum_backward", "grad"); /* keeps an earlier error */
     if (sizes_len < 0 || sizes_len > YT_MAX_DIM || (sizes == NULL && sizes_len > 0))
-        return yt__fail(YT_ERR_VALUE, "sum_backward: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "sum_backward: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
                         sizes_len, YT_MAX_DIM);
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail(YT_ERR_VALUE, "sum_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "sum_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
                         dim_len, YT_MAX_DIM);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_sum_backward(grad, sizes, sizes_len, dim, dim_len, keepdim);
@@ -45,20 +49,24 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:579 */
+ * from ops.yaml:587 */
 yt_tensor *
-yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim, int dim_len, bool keepdim)
+yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
+                 int dim_len, bool keepdim)
 {
     if (grad == NULL)
         return yt__null_arg("mean_backward", "grad"); /* keeps an earlier error */
     if (sizes_len < 0 || sizes_len > YT_MAX_DIM || (sizes == NULL && sizes_len > 0))
-        return yt__fail(YT_ERR_VALUE, "mean_backward: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "mean_backward: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
                         sizes_len, YT_MAX_DIM);
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail(YT_ERR_VALUE, "mean_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "mean_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
                         dim_len, YT_MAX_DIM);
     if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "mean_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "mean_backward: grad has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(grad->dtype));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_mean_backward(grad, sizes, sizes_len, dim, dim_len, keepdim);
@@ -67,9 +75,10 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:586 */
+ * from ops.yaml:594 */
 yt_tensor *
-yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim, int dim_len, bool keepdim)
+yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
+                 int dim_len, bool keepdim)
 {
     if (grad == NULL)
         return yt__null_arg("amax_backward", "grad"); /* keeps an earlier error */
@@ -78,16 +87,20 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
     if (output == NULL)
         return yt__null_arg("amax_backward", "output"); /* keeps an earlier error */
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail(YT_ERR_VALUE, "amax_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "amax_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
                         dim_len, YT_MAX_DIM);
     if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "amax_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "amax_backward: grad has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(grad->dtype));
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "amax_backward: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "amax_backward: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "amax_backward: output has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "amax_backward: output has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(output->dtype));
     if (self->device != grad->device)
         return yt__fail(YT_ERR_DEVICE, "amax_backward: self is on %s but grad is on %s",
@@ -102,14 +115,15 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:593 */
+ * from ops.yaml:601 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
     if (grad == NULL)
         return yt__null_arg("permute_backward", "grad"); /* keeps an earlier error */
     if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
-        return yt__fail(YT_ERR_VALUE, "permute_backward: dims has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "permute_backward: dims has %d entries (expected 0..%d, non-NULL when > 0)",
                         dims_len, YT_MAX_DIM);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_permute_backward(grad, dims, dims_len);
@@ -118,7 +132,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:600 */
+ * from ops.yaml:608 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -130,10 +144,12 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
         return yt__fail(YT_ERR_VALUE, "pow_backward: exponent has an invalid scalar kind %d",
                         (int)exponent.kind);
     if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward: grad has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(grad->dtype));
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
     if (self->device != grad->device)
         return yt__fail(YT_ERR_DEVICE, "pow_backward: self is on %s but grad is on %s",
@@ -145,7 +161,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:607 */
+ * from ops.yaml:615 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -156,13 +172,16 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
     if (exponent == NULL)
         return yt__null_arg("pow_backward_self", "exponent"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward_self: grad has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward_self: grad has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(grad->dtype));
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward_self: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward_self: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward_self: exponent has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward_self: exponent has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(exponent->dtype));
     if (self->device != grad->device)
         return yt__fail(YT_ERR_DEVICE, "pow_backward_self: self is on %s but grad is on %s",
@@ -177,7 +196,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:614 */
+ * from ops.yaml:622 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -190,16 +209,21 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
     if (output == NULL)
         return yt__null_arg("pow_backward_exponent", "output"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward_exponent: grad has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward_exponent: grad has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(grad->dtype));
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward_exponent: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward_exponent: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward_exponent: exponent has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(exponent->dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow_backward_exponent: exponent has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE, "pow_backward_exponent: output has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_backward_exponent: output has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(output->dtype));
     if (self->device != grad->device)
         return yt__fail(YT_ERR_DEVICE, "pow_backward_exponent: self is on %s but grad is on %s",
@@ -217,19 +241,24 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:621; backward from derivatives.yaml:147 */
+ * from ops.yaml:629; backward from derivatives.yaml:150 */
 yt_tensor *
-yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t start, int64_t end, int64_t step)
+yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
+                  int64_t dim, int64_t start, int64_t end, int64_t step)
 {
     if (grad_output == NULL)
         return yt__null_arg("slice_backward", "grad_output"); /* keeps an earlier error */
-    if (input_sizes_len < 0 || input_sizes_len > YT_MAX_DIM || (input_sizes == NULL && input_sizes_len > 0))
-        return yt__fail(YT_ERR_VALUE, "slice_backward: input_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
-                        input_sizes_len, YT_MAX_DIM);
+    if (input_sizes_len < 0 || input_sizes_len > YT_MAX_DIM ||
+        (input_sizes == NULL && input_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "slice_backward: input_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            input_sizes_len, YT_MAX_DIM);
     yt_dtype compute_dtype = grad_output->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
-    if (yt__shape_from_sizes(&result_shape, "slice_backward", "input_sizes", input_sizes, input_sizes_len) != YT_OK)
+    if (yt__shape_from_sizes(&result_shape, "slice_backward", "input_sizes", input_sizes,
+                             input_sizes_len) != YT_OK)
         return NULL;
     yt_device result_device = grad_output->device;
     yt__slice_backward_kernel_fn kernel = yt__slice_backward_kernels[result_device];
@@ -238,12 +267,15 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_output);
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, input_sizes, input_sizes_len, dim, start, end, step);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, grad_output, input_sizes, input_sizes_len,
+                                               dim, start, end, step);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_slice_backward(result, grad_output, dim, start, end, step) != YT_OK) {
+    if (recording &&
+        yt__record_slice_backward(result, grad_output, dim, start, end, step) != YT_OK) {
         yt_release(result);
         return NULL;
     }
@@ -251,19 +283,24 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:629; backward from derivatives.yaml:150 */
+ * from ops.yaml:637; backward from derivatives.yaml:153 */
 yt_tensor *
-yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t index)
+yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
+                   int64_t dim, int64_t index)
 {
     if (grad_output == NULL)
         return yt__null_arg("select_backward", "grad_output"); /* keeps an earlier error */
-    if (input_sizes_len < 0 || input_sizes_len > YT_MAX_DIM || (input_sizes == NULL && input_sizes_len > 0))
-        return yt__fail(YT_ERR_VALUE, "select_backward: input_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
-                        input_sizes_len, YT_MAX_DIM);
+    if (input_sizes_len < 0 || input_sizes_len > YT_MAX_DIM ||
+        (input_sizes == NULL && input_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "select_backward: input_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            input_sizes_len, YT_MAX_DIM);
     yt_dtype compute_dtype = grad_output->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
-    if (yt__shape_from_sizes(&result_shape, "select_backward", "input_sizes", input_sizes, input_sizes_len) != YT_OK)
+    if (yt__shape_from_sizes(&result_shape, "select_backward", "input_sizes", input_sizes,
+                             input_sizes_len) != YT_OK)
         return NULL;
     yt_device result_device = grad_output->device;
     yt__select_backward_kernel_fn kernel = yt__select_backward_kernels[result_device];
@@ -272,7 +309,9 @@ yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &grad_output);
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, input_sizes, input_sizes_len, dim, index);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, input_sizes, input_sizes_len, dim, index);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;

@@ -10,7 +10,7 @@
 #endif
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:499 */
+ * from ops.yaml:507 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -18,13 +18,14 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:499 */
+ * from ops.yaml:507 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "zeros: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "zeros: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "zeros: dtype=%d is not a valid dtype", (int)dtype);
     if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
@@ -39,7 +40,8 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
         return yt__fail(YT_ERR_DEVICE, "zeros: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -48,7 +50,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:507 */
+ * from ops.yaml:515 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -56,13 +58,14 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:507 */
+ * from ops.yaml:515 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "ones: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "ones: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "ones: dtype=%d is not a valid dtype", (int)dtype);
     if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
@@ -77,7 +80,8 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
         return yt__fail(YT_ERR_DEVICE, "ones: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -86,7 +90,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:515 */
+ * from ops.yaml:523 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -94,13 +98,15 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:515 */
+ * from ops.yaml:523 */
 yt_tensor *
-yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype, yt_device device)
+yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
+           yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "full: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "full: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     if ((unsigned)fill_value.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "full: fill_value has an invalid scalar kind %d",
                         (int)fill_value.kind);
@@ -118,7 +124,8 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
         return yt__fail(YT_ERR_DEVICE, "full: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, size, size_len, fill_value, dtype, device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, fill_value, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -127,7 +134,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
 }
 
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:523 */
+ * from ops.yaml:531 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -152,7 +159,7 @@ yt_zeros_like(yt_tensor *self)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:530 */
+ * from ops.yaml:538 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -160,7 +167,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:530 */
+ * from ops.yaml:538 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -185,7 +192,8 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
         return yt__fail(YT_ERR_DEVICE, "arange: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, start, end, step, dtype, device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, start, end, step, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -194,7 +202,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:538 */
+ * from ops.yaml:546 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
@@ -202,13 +210,14 @@ yt_rand(const int64_t *size, int size_len)
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:538 */
+ * from ops.yaml:546 */
 yt_tensor *
 yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "rand: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "rand: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "rand: dtype=%d is not a valid dtype", (int)dtype);
     if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
@@ -226,7 +235,8 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
         return yt__fail(YT_ERR_DEVICE, "rand: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -235,7 +245,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:549 */
+ * from ops.yaml:557 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
@@ -243,13 +253,14 @@ yt_randn(const int64_t *size, int size_len)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:549 */
+ * from ops.yaml:557 */
 yt_tensor *
 yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "randn: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "randn: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "randn: dtype=%d is not a valid dtype", (int)dtype);
     if (device < YT_DEVICE_NONE || device >= YT_DEVICE_COUNT)
@@ -267,7 +278,8 @@ yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
         return yt__fail(YT_ERR_DEVICE, "randn: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;

@@ -10,7 +10,7 @@
 #endif
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:323; backward from derivatives.yaml:110 */
+ * from ops.yaml:331; backward from derivatives.yaml:113 */
 yt_tensor *
 yt_mm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -63,7 +63,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:323; backward from derivatives.yaml:110 */
+ * from ops.yaml:331; backward from derivatives.yaml:113 */
 yt_status
 yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -74,10 +74,12 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
     if (mat2 == NULL)
         return yt__null_status("mm_out", "mat2"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "mm_out: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "mm_out: self has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "mm_out: mat2 has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "mm_out: mat2 has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(mat2->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "mm_out: out is on %s but self is on %s",
@@ -95,7 +97,8 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
     if (!(mat2->dim == 2))
         return yt__fail_status(YT_ERR_SHAPE, "mm_out: mat2 must be 2-D, got %d-D", mat2->dim);
     if (!(self->sizes[1] == mat2->sizes[0]))
-        return yt__fail_status(YT_ERR_SHAPE, "mm_out: self.size(1)=%lld does not match mat2.size(0)=%lld",
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "mm_out: self.size(1)=%lld does not match mat2.size(0)=%lld",
                                (long long)self->sizes[1], (long long)mat2->sizes[0]);
     yt_shape result_shape;
     result_shape.dim = 2;
@@ -108,7 +111,9 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, mat2};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "mm_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "mm_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mm_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
@@ -126,7 +131,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:344 */
+ * from ops.yaml:352 */
 yt_tensor *
 yt_matmul(yt_tensor *self, yt_tensor *other)
 {

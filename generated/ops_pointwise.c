@@ -32,8 +32,7 @@ yt_add_ex(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         return yt__fail(YT_ERR_DEVICE, "add: other is on %s but self is on %s",
                         yt_device_name(other->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[2] = {self, other};
-    const yt_scalar promote_scalars[1] = {alpha};
-    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 1, promote_scalars);
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
@@ -48,7 +47,8 @@ yt_add_ex(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
     yt_tensor *const grad_inputs[2] = {self, other};
     bool recording = yt__any_requires_grad(2, grad_inputs);
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -93,8 +93,7 @@ yt_add_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         return yt__fail_status(YT_ERR_DEVICE, "add_: other is on %s but self is on %s",
                                yt_device_name(other->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[2] = {self, other};
-    const yt_scalar promote_scalars[1] = {alpha};
-    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 1, promote_scalars);
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
@@ -113,15 +112,15 @@ yt_add_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
     if (recording && yt__check_inplace(self, "add_") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -166,13 +165,13 @@ yt_add_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
         return yt__fail_status(YT_ERR_DEVICE, "add_out: other is on %s but self is on %s",
                                yt_device_name(other->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[2] = {self, other};
-    const yt_scalar promote_scalars[1] = {alpha};
-    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 1, promote_scalars);
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
     static const char *const broadcast_names[2] = {"self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "add_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "add_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__add_kernel_fn kernel = yt__add_kernels[result_device];
@@ -181,19 +180,21 @@ yt_add_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, other};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "add_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "add_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "add_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -227,8 +228,8 @@ yt_add_scalar_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
     if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "add: alpha has an invalid scalar kind %d", (int)alpha.kind);
     yt_tensor *const promote_tensors[1] = {self};
-    const yt_scalar promote_scalars[2] = {other, alpha};
-    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 2, promote_scalars);
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -279,8 +280,8 @@ yt_add_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         return yt__fail_status(YT_ERR_VALUE, "add_: alpha has an invalid scalar kind %d",
                                (int)alpha.kind);
     yt_tensor *const promote_tensors[1] = {self};
-    const yt_scalar promote_scalars[2] = {other, alpha};
-    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 2, promote_scalars);
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -299,9 +300,8 @@ yt_add_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -343,8 +343,8 @@ yt_add_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         return yt__fail_status(YT_ERR_DEVICE, "add_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[1] = {self};
-    const yt_scalar promote_scalars[2] = {other, alpha};
-    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 2, promote_scalars);
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -355,7 +355,9 @@ yt_add_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "add_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "add_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "add_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -363,9 +365,8 @@ yt_add_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -398,17 +399,20 @@ yt_sub_ex(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
     if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "sub: alpha has an invalid scalar kind %d", (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(YT_ERR_DTYPE, "sub: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "sub: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(YT_ERR_DTYPE, "sub: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                        yt_dtype_name(other->dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "sub: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
     if (other->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "sub: other is on %s but self is on %s",
                         yt_device_name(other->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[2] = {self, other};
-    const yt_scalar promote_scalars[1] = {alpha};
-    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 1, promote_scalars);
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
@@ -423,7 +427,8 @@ yt_sub_ex(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
     yt_tensor *const grad_inputs[2] = {self, other};
     bool recording = yt__any_requires_grad(2, grad_inputs);
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -465,17 +470,20 @@ yt_sub_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
         return yt__fail_status(YT_ERR_VALUE, "sub_: alpha has an invalid scalar kind %d",
                                (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "sub_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "sub_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "sub_: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(other->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "sub_: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
     if (other->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "sub_: other is on %s but self is on %s",
                                yt_device_name(other->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[2] = {self, other};
-    const yt_scalar promote_scalars[1] = {alpha};
-    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 1, promote_scalars);
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
@@ -494,15 +502,15 @@ yt_sub_ex_(yt_tensor *self, yt_tensor *other, yt_scalar alpha)
     if (recording && yt__check_inplace(self, "sub_") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -541,11 +549,15 @@ yt_sub_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
         return yt__fail_status(YT_ERR_VALUE, "sub_out: alpha has an invalid scalar kind %d",
                                (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "sub_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "sub_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(other->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "sub_out: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(other->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "sub_out: other has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(other->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "sub_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -553,13 +565,13 @@ yt_sub_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
         return yt__fail_status(YT_ERR_DEVICE, "sub_out: other is on %s but self is on %s",
                                yt_device_name(other->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[2] = {self, other};
-    const yt_scalar promote_scalars[1] = {alpha};
-    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 1, promote_scalars);
+    yt_dtype compute_dtype = yt__result_type(2, promote_tensors, 0, NULL);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
     static const char *const broadcast_names[2] = {"self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "sub_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "sub_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__sub_kernel_fn kernel = yt__sub_kernels[result_device];
@@ -568,19 +580,21 @@ yt_sub_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, yt_scalar alpha
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, other};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "sub_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "sub_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sub_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k, alpha);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -614,11 +628,13 @@ yt_sub_scalar_ex(yt_tensor *self, yt_scalar other, yt_scalar alpha)
     if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "sub: alpha has an invalid scalar kind %d", (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(YT_ERR_DTYPE, "sub: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "sub: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
-    const yt_scalar promote_scalars[2] = {other, alpha};
-    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 2, promote_scalars);
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -669,11 +685,13 @@ yt_sub_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         return yt__fail_status(YT_ERR_VALUE, "sub_: alpha has an invalid scalar kind %d",
                                (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "sub_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "sub_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
-    const yt_scalar promote_scalars[2] = {other, alpha};
-    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 2, promote_scalars);
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -692,9 +710,8 @@ yt_sub_scalar_ex_(yt_tensor *self, yt_scalar other, yt_scalar alpha)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -733,14 +750,16 @@ yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         return yt__fail_status(YT_ERR_VALUE, "sub_out: alpha has an invalid scalar kind %d",
                                (int)alpha.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "sub_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "sub_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "sub_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
     yt_tensor *const promote_tensors[1] = {self};
-    const yt_scalar promote_scalars[2] = {other, alpha};
-    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 2, promote_scalars);
+    const yt_scalar promote_scalars[1] = {other};
+    yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
     yt__shape_of(&result_shape, self);
@@ -751,7 +770,9 @@ yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "sub_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "sub_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sub_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -759,9 +780,8 @@ yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other, alpha);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -784,8 +804,10 @@ yt_rsub(yt_tensor *self, yt_scalar other)
     if ((unsigned)other.kind > YT_SCALAR_FLOAT)
         return yt__fail(YT_ERR_VALUE, "rsub: other has an invalid scalar kind %d", (int)other.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(YT_ERR_DTYPE, "rsub: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "rsub: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
     const yt_scalar promote_scalars[1] = {other};
     yt_dtype compute_dtype = yt__result_type(1, promote_tensors, 1, promote_scalars);
@@ -830,8 +852,10 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         return yt__fail_status(YT_ERR_VALUE, "rsub_out: other has an invalid scalar kind %d",
                                (int)other.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "rsub_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "rsub_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "rsub_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -848,7 +872,9 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "rsub_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "rsub_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "rsub_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -856,9 +882,8 @@ yt_rsub_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -899,7 +924,8 @@ yt_mul(yt_tensor *self, yt_tensor *other)
     yt_tensor *const grad_inputs[2] = {self, other};
     bool recording = yt__any_requires_grad(2, grad_inputs);
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -952,7 +978,8 @@ yt_mul_(yt_tensor *self, yt_tensor *other)
     if (recording && yt__check_inplace(self, "mul_") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -965,9 +992,8 @@ yt_mul_(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1008,7 +1034,8 @@ yt_mul_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
     static const char *const broadcast_names[2] = {"self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "mul_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "mul_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__mul_kernel_fn kernel = yt__mul_kernels[result_device];
@@ -1017,19 +1044,21 @@ yt_mul_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, other};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "mul_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "mul_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mul_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1114,9 +1143,8 @@ yt_mul_scalar_(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -1159,7 +1187,9 @@ yt_mul_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "mul_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "mul_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mul_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -1167,9 +1197,8 @@ yt_mul_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1211,7 +1240,8 @@ yt_div(yt_tensor *self, yt_tensor *other)
     yt_tensor *const grad_inputs[2] = {self, other};
     bool recording = yt__any_requires_grad(2, grad_inputs);
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -1265,7 +1295,8 @@ yt_div_(yt_tensor *self, yt_tensor *other)
     if (recording && yt__check_inplace(self, "div_") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -1278,9 +1309,8 @@ yt_div_(yt_tensor *self, yt_tensor *other)
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1322,7 +1352,8 @@ yt_div_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
     static const char *const broadcast_names[2] = {"self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "div_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "div_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__div_kernel_fn kernel = yt__div_kernels[result_device];
@@ -1331,19 +1362,21 @@ yt_div_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, other};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "div_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "div_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "div_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -1430,9 +1463,8 @@ yt_div_scalar_(yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -1476,7 +1508,9 @@ yt_div_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "div_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "div_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "div_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -1484,9 +1518,8 @@ yt_div_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1507,8 +1540,10 @@ yt_neg(yt_tensor *self)
     if (self == NULL)
         return yt__null_arg("neg", "self"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(YT_ERR_DTYPE, "neg: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "neg: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
@@ -1540,8 +1575,10 @@ yt_neg_(yt_tensor *self)
     if (self == NULL)
         return yt__null_status("neg_", "self"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "neg_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "neg_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
@@ -1556,9 +1593,8 @@ yt_neg_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "neg_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -1582,8 +1618,10 @@ yt_neg_out(yt_tensor *out, yt_tensor *self)
     if (self == NULL)
         return yt__null_status("neg_out", "self"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "neg_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "neg_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "neg_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -1598,12 +1636,13 @@ yt_neg_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "neg_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "neg_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "neg_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -1670,7 +1709,8 @@ yt_pow_(yt_tensor *self, yt_scalar exponent)
         return yt__fail_status(YT_ERR_VALUE, "pow_: exponent has an invalid scalar kind %d",
                                (int)exponent.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "pow_: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "pow_: self has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(self->dtype));
     yt_tensor *const promote_tensors[1] = {self};
     const yt_scalar promote_scalars[1] = {exponent};
@@ -1699,9 +1739,8 @@ yt_pow_(yt_tensor *self, yt_scalar exponent)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent);
     yt__release_cast(self_k, self);
     if (target != self) {
@@ -1731,7 +1770,8 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
         return yt__fail_status(YT_ERR_VALUE, "pow_out: exponent has an invalid scalar kind %d",
                                (int)exponent.kind);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but self is on %s",
@@ -1749,7 +1789,9 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "pow_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "pow_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "pow_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -1757,9 +1799,8 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -1806,7 +1847,8 @@ yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
     yt_tensor *const grad_inputs[2] = {self, exponent};
     bool recording = yt__any_requires_grad(2, grad_inputs);
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *exponent_k = exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
+    yt_tensor *exponent_k =
+        exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
     if (self_k == NULL || exponent_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(exponent_k, exponent);
@@ -1837,10 +1879,12 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
     if (exponent == NULL)
         return yt__null_status("pow_", "exponent"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "pow_: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "pow_: self has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "pow_: exponent has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "pow_: exponent has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(exponent->dtype));
     if (exponent->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_: exponent is on %s but self is on %s",
@@ -1865,7 +1909,8 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
     if (recording && yt__check_inplace(self, "pow_") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *exponent_k = exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
+    yt_tensor *exponent_k =
+        exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
     if (self_k == NULL || exponent_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(exponent_k, exponent);
@@ -1878,9 +1923,8 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
         yt__release_cast(exponent_k, exponent);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent_k);
     yt__release_cast(self_k, self);
     yt__release_cast(exponent_k, exponent);
@@ -1910,10 +1954,12 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
     if (exponent == NULL)
         return yt__null_status("pow_out", "exponent"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "pow_out: self has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "pow_out: exponent has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "pow_out: exponent has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(exponent->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "pow_out: out is on %s but self is on %s",
@@ -1927,7 +1973,8 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, exponent};
     static const char *const broadcast_names[2] = {"self", "exponent"};
-    if (yt__broadcast_shapes(&result_shape, "pow_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "pow_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__pow_tensor_tensor_kernel_fn kernel = yt__pow_tensor_tensor_kernels[result_device];
@@ -1936,19 +1983,21 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, exponent};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "pow_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "pow_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "pow_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *exponent_k = exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
+    yt_tensor *exponent_k =
+        exponent->dtype == compute_dtype ? exponent : yt__cast_copy(exponent, compute_dtype);
     if (self_k == NULL || exponent_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(exponent_k, exponent);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, exponent_k);
     yt__release_cast(self_k, self);
     yt__release_cast(exponent_k, exponent);
@@ -1980,8 +2029,14 @@ yt_exp(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "exp: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -2015,10 +2070,15 @@ yt_exp_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "exp_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -2055,13 +2115,20 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "exp_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "exp_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "exp_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -2090,8 +2157,14 @@ yt_log(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "log: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -2125,15 +2198,21 @@ yt_log_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "log_") != YT_OK)
         return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
     /* the backward formulas read self's value before this write: keep a copy */
     yt_tensor *self_before = recording ? yt__snapshot(self) : self;
     if (self_before == NULL) {
+        yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -2172,13 +2251,20 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "log_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "log_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "log_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -2207,8 +2293,14 @@ yt_sqrt(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "sqrt: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -2242,10 +2334,15 @@ yt_sqrt_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "sqrt_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -2282,13 +2379,20 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "sqrt_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "sqrt_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sqrt_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -2307,8 +2411,10 @@ yt_relu(yt_tensor *self)
     if (self == NULL)
         return yt__null_arg("relu", "self"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail(YT_ERR_DTYPE, "relu: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "relu: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
@@ -2340,8 +2446,10 @@ yt_relu_(yt_tensor *self)
     if (self == NULL)
         return yt__null_status("relu_", "self"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "relu_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "relu_: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
@@ -2356,9 +2464,8 @@ yt_relu_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "relu_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != self) {
         if (status == YT_OK)
@@ -2382,8 +2489,10 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
     if (self == NULL)
         return yt__null_status("relu_out", "self"); /* keeps an earlier error */
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
-        return yt__fail_status(YT_ERR_DTYPE, "relu_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
-                               yt_dtype_name(self->dtype));
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "relu_out: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "relu_out: out is on %s but self is on %s",
                                yt_device_name(out->device), yt_device_name(self->device));
@@ -2398,12 +2507,13 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "relu_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "relu_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "relu_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2433,8 +2543,14 @@ yt_sigmoid(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "sigmoid: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -2463,15 +2579,21 @@ yt_sigmoid_(yt_tensor *self)
     if (kernel == NULL)
         return yt__fail_status(YT_ERR_DEVICE, "sigmoid_: not implemented for %s",
                                yt_device_name(result_device));
-    if (yt__check_out(self, &result_shape, result_dtype, result_device, "sigmoid_", "self") != YT_OK)
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "sigmoid_", "self") !=
+        YT_OK)
         return yt_errcode();
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "sigmoid_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -2508,13 +2630,21 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "sigmoid_out: out= variants do not support autograd, but an argument requires grad");
-    if (yt__check_out(out, &result_shape, result_dtype, result_device, "sigmoid_out", "out") != YT_OK)
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "sigmoid_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "sigmoid_out", "out") !=
+        YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -2543,8 +2673,14 @@ yt_tanh(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "tanh: not implemented for %s",
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -2578,10 +2714,15 @@ yt_tanh_(yt_tensor *self)
     bool recording = yt__any_requires_grad(1, &self);
     if (recording && yt__check_inplace(self, "tanh_") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = self->dtype == result_dtype
-                            ? self
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -2618,13 +2759,158 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "tanh_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "tanh_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "tanh_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* softplus(Tensor self) -> Tensor
+ * from ops.yaml:164; backward from derivatives.yaml:67 */
+yt_tensor *
+yt_softplus(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_arg("softplus", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__softplus_kernel_fn kernel = yt__softplus_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "softplus: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return NULL;
+    }
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self_k);
+    yt__release_cast(self_k, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_softplus(result, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* softplus(Tensor self) -> Tensor
+ * from ops.yaml:164; backward from derivatives.yaml:67 */
+yt_status
+yt_softplus_(yt_tensor *self)
+{
+    if (self == NULL)
+        return yt__null_status("softplus_", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__softplus_kernel_fn kernel = yt__softplus_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "softplus_: not implemented for %s",
+                               yt_device_name(result_device));
+    if (yt__check_out(self, &result_shape, result_dtype, result_device, "softplus_", "self") !=
+        YT_OK)
+        return yt_errcode();
+    bool recording = yt__any_requires_grad(1, &self);
+    if (recording && yt__check_inplace(self, "softplus_") != YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    /* the backward formulas read self's value before this write: keep a copy */
+    yt_tensor *self_before = recording ? yt__snapshot(self) : self;
+    if (self_before == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        self->dtype == result_dtype ? self : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
+    if (target != self) {
+        if (status == YT_OK)
+            status = yt__copy_into(self, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(self);
+    if (status == YT_OK && recording)
+        status = yt__record_softplus(self, self_before);
+    if (self_before != self)
+        yt_release(self_before);
+    return status;
+}
+
+/* softplus(Tensor self) -> Tensor
+ * from ops.yaml:164; backward from derivatives.yaml:67 */
+yt_status
+yt_softplus_out(yt_tensor *out, yt_tensor *self)
+{
+    if (out == NULL)
+        return yt__null_status("softplus_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("softplus_out", "self"); /* keeps an earlier error */
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "softplus_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    compute_dtype = yt__to_floating(compute_dtype);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__softplus_kernel_fn kernel = yt__softplus_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "softplus_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[2] = {out, self};
+    if (yt__any_requires_grad(2, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "softplus_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "softplus_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
+    if (self_k == NULL) {
+        yt__release_cast(self_k, self);
+        return yt_errcode();
+    }
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k);
+    yt__release_cast(self_k, self);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -2636,7 +2922,7 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:164; backward from derivatives.yaml:67 */
+ * from ops.yaml:172; backward from derivatives.yaml:70 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -2666,7 +2952,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:164; backward from derivatives.yaml:67 */
+ * from ops.yaml:172; backward from derivatives.yaml:70 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -2688,12 +2974,13 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "clone_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "clone_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "clone_out", "out") != YT_OK)
         return yt_errcode();
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self);
     if (target != out) {
         if (status == YT_OK)
@@ -2706,7 +2993,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:171; backward from derivatives.yaml:70 */
+ * from ops.yaml:179; backward from derivatives.yaml:73 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -2736,7 +3023,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:181 */
+ * from ops.yaml:189 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -2760,7 +3047,8 @@ yt_eq(yt_tensor *self, yt_tensor *other)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "eq: not implemented for %s", yt_device_name(result_device));
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -2778,7 +3066,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:181 */
+ * from ops.yaml:189 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2800,7 +3088,8 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
     static const char *const broadcast_names[2] = {"self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "eq_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "eq_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__eq_kernel_fn kernel = yt__eq_kernels[result_device];
@@ -2809,19 +3098,21 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, other};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "eq_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "eq_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "eq_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -2836,7 +3127,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:191 */
+ * from ops.yaml:199 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -2870,7 +3161,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:191 */
+ * from ops.yaml:199 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -2897,7 +3188,9 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "eq_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "eq_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "eq_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -2905,9 +3198,8 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -2921,7 +3213,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:200 */
+ * from ops.yaml:208 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -2945,7 +3237,8 @@ yt_lt(yt_tensor *self, yt_tensor *other)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "lt: not implemented for %s", yt_device_name(result_device));
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -2963,7 +3256,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:200 */
+ * from ops.yaml:208 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2985,7 +3278,8 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
     static const char *const broadcast_names[2] = {"self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "lt_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "lt_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__lt_kernel_fn kernel = yt__lt_kernels[result_device];
@@ -2994,19 +3288,21 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, other};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "lt_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "lt_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "lt_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3021,7 +3317,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:210 */
+ * from ops.yaml:218 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3055,7 +3351,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:210 */
+ * from ops.yaml:218 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3082,7 +3378,9 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "lt_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "lt_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "lt_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -3090,9 +3388,8 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -3106,7 +3403,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:219 */
+ * from ops.yaml:227 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -3130,7 +3427,8 @@ yt_gt(yt_tensor *self, yt_tensor *other)
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "gt: not implemented for %s", yt_device_name(result_device));
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -3148,7 +3446,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:219 */
+ * from ops.yaml:227 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3170,7 +3468,8 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[2] = {self, other};
     static const char *const broadcast_names[2] = {"self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "gt_out", 2, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "gt_out", 2, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = self->device;
     yt__gt_kernel_fn kernel = yt__gt_kernels[result_device];
@@ -3179,19 +3478,21 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[3] = {out, self, other};
     if (yt__any_requires_grad(3, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "gt_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "gt_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "gt_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);
@@ -3206,7 +3507,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:229 */
+ * from ops.yaml:237 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3240,7 +3541,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:229 */
+ * from ops.yaml:237 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3267,7 +3568,9 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "gt_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "gt_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "gt_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
@@ -3275,9 +3578,8 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
         yt__release_cast(self_k, self);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self_k, other);
     yt__release_cast(self_k, self);
     if (target != out) {
@@ -3291,7 +3593,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:238; backward from derivatives.yaml:91 */
+ * from ops.yaml:246; backward from derivatives.yaml:94 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -3316,7 +3618,8 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[3] = {condition, self, other};
     static const char *const broadcast_names[3] = {"condition", "self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "where", 3, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "where", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return NULL;
     yt_device result_device = condition->device;
     yt__where_kernel_fn kernel = yt__where_kernels[result_device];
@@ -3326,7 +3629,8 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
     yt_tensor *const grad_inputs[2] = {self, other};
     bool recording = yt__any_requires_grad(2, grad_inputs);
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
@@ -3348,7 +3652,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:238; backward from derivatives.yaml:91 */
+ * from ops.yaml:246; backward from derivatives.yaml:94 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -3378,7 +3682,8 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
     yt_shape result_shape;
     yt_tensor *const broadcast_tensors[3] = {condition, self, other};
     static const char *const broadcast_names[3] = {"condition", "self", "other"};
-    if (yt__broadcast_shapes(&result_shape, "where_out", 3, broadcast_tensors, broadcast_names) != YT_OK)
+    if (yt__broadcast_shapes(&result_shape, "where_out", 3, broadcast_tensors, broadcast_names) !=
+        YT_OK)
         return yt_errcode();
     yt_device result_device = condition->device;
     yt__where_kernel_fn kernel = yt__where_kernels[result_device];
@@ -3387,19 +3692,21 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[4] = {out, condition, self, other};
     if (yt__any_requires_grad(4, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "where_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "where_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "where_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *self_k = self->dtype == compute_dtype ? self : yt__cast_copy(self, compute_dtype);
-    yt_tensor *other_k = other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
+    yt_tensor *other_k =
+        other->dtype == compute_dtype ? other : yt__cast_copy(other, compute_dtype);
     if (self_k == NULL || other_k == NULL) {
         yt__release_cast(self_k, self);
         yt__release_cast(other_k, other);
         return yt_errcode();
     }
-    yt_tensor *target = out->dtype == result_dtype
-                            ? out
-                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_tensor *target =
+        out->dtype == result_dtype ? out : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, condition, self_k, other_k);
     yt__release_cast(self_k, self);
     yt__release_cast(other_k, other);

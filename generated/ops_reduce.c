@@ -10,7 +10,7 @@
 #endif
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:253; backward from derivatives.yaml:95 */
+ * from ops.yaml:261; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_sum(yt_tensor *self)
 {
@@ -18,7 +18,7 @@ yt_sum(yt_tensor *self)
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:253; backward from derivatives.yaml:95 */
+ * from ops.yaml:261; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -49,7 +49,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:267; backward from derivatives.yaml:98 */
+ * from ops.yaml:275; backward from derivatives.yaml:101 */
 yt_tensor *
 yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -57,7 +57,7 @@ yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:267; backward from derivatives.yaml:98 */
+ * from ops.yaml:275; backward from derivatives.yaml:101 */
 yt_tensor *
 yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -85,7 +85,8 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -98,7 +99,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:267; backward from derivatives.yaml:98 */
+ * from ops.yaml:275; backward from derivatives.yaml:101 */
 yt_status
 yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -106,16 +107,18 @@ yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:267; backward from derivatives.yaml:98 */
+ * from ops.yaml:275; backward from derivatives.yaml:101 */
 yt_status
-yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
+yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
+                  yt_dtype dtype)
 {
     if (out == NULL)
         return yt__null_status("sum_out", "out"); /* keeps an earlier error */
     if (self == NULL)
         return yt__null_status("sum_out", "self"); /* keeps an earlier error */
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail_status(YT_ERR_VALUE, "sum_out: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail_status(YT_ERR_VALUE,
+                               "sum_out: dim has %d entries (expected 0..%d, non-NULL when > 0)",
                                dim_len, YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail_status(YT_ERR_VALUE, "sum_out: dtype=%d is not a valid dtype", (int)dtype);
@@ -139,13 +142,16 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "sum_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "sum_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "sum_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -157,7 +163,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:282; backward from derivatives.yaml:101 */
+ * from ops.yaml:290; backward from derivatives.yaml:104 */
 yt_tensor *
 yt_mean(yt_tensor *self)
 {
@@ -165,7 +171,7 @@ yt_mean(yt_tensor *self)
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:282; backward from derivatives.yaml:101 */
+ * from ops.yaml:290; backward from derivatives.yaml:104 */
 yt_tensor *
 yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -199,7 +205,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:104 */
+ * from ops.yaml:303; backward from derivatives.yaml:107 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -207,15 +213,16 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:104 */
+ * from ops.yaml:303; backward from derivatives.yaml:107 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
     if (self == NULL)
         return yt__null_arg("mean", "self"); /* keeps an earlier error */
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail(YT_ERR_VALUE, "mean: dim has %d entries (expected 0..%d, non-NULL when > 0)",
-                        dim_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "mean: dim has %d entries (expected 0..%d, non-NULL when > 0)", dim_len,
+                        YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "mean: dtype=%d is not a valid dtype", (int)dtype);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
@@ -238,7 +245,8 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
                         yt_device_name(result_device));
     bool recording = yt__any_requires_grad(1, &self);
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -251,7 +259,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:104 */
+ * from ops.yaml:303; backward from derivatives.yaml:107 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -259,21 +267,24 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:295; backward from derivatives.yaml:104 */
+ * from ops.yaml:303; backward from derivatives.yaml:107 */
 yt_status
-yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
+yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
+                   yt_dtype dtype)
 {
     if (out == NULL)
         return yt__null_status("mean_out", "out"); /* keeps an earlier error */
     if (self == NULL)
         return yt__null_status("mean_out", "self"); /* keeps an earlier error */
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail_status(YT_ERR_VALUE, "mean_out: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail_status(YT_ERR_VALUE,
+                               "mean_out: dim has %d entries (expected 0..%d, non-NULL when > 0)",
                                dim_len, YT_MAX_DIM);
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail_status(YT_ERR_VALUE, "mean_out: dtype=%d is not a valid dtype", (int)dtype);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail_status(YT_ERR_DTYPE, "mean_out: self has dtype %s, expected f16, bf16, f32, f64",
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "mean_out: self has dtype %s, expected f16, bf16, f32, f64",
                                yt_dtype_name(self->dtype));
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "mean_out: out is on %s but self is on %s",
@@ -295,13 +306,16 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "mean_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "mean_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "mean_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -313,7 +327,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:308; backward from derivatives.yaml:107 */
+ * from ops.yaml:316; backward from derivatives.yaml:110 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -321,15 +335,16 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:308; backward from derivatives.yaml:107 */
+ * from ops.yaml:316; backward from derivatives.yaml:110 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
     if (self == NULL)
         return yt__null_arg("amax", "self"); /* keeps an earlier error */
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail(YT_ERR_VALUE, "amax: dim has %d entries (expected 0..%d, non-NULL when > 0)",
-                        dim_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "amax: dim has %d entries (expected 0..%d, non-NULL when > 0)", dim_len,
+                        YT_MAX_DIM);
     int64_t dim_wrapped[YT_MAX_DIM];
     for (int i = 0; i < dim_len; i++)
         dim_wrapped[i] = dim[i];
@@ -361,7 +376,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:308; backward from derivatives.yaml:107 */
+ * from ops.yaml:316; backward from derivatives.yaml:110 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -369,7 +384,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:308; backward from derivatives.yaml:107 */
+ * from ops.yaml:316; backward from derivatives.yaml:110 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -378,7 +393,8 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
     if (self == NULL)
         return yt__null_status("amax_out", "self"); /* keeps an earlier error */
     if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
-        return yt__fail_status(YT_ERR_VALUE, "amax_out: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail_status(YT_ERR_VALUE,
+                               "amax_out: dim has %d entries (expected 0..%d, non-NULL when > 0)",
                                dim_len, YT_MAX_DIM);
     if (out->device != self->device)
         return yt__fail_status(YT_ERR_DEVICE, "amax_out: out is on %s but self is on %s",
@@ -401,7 +417,9 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                yt_device_name(result_device));
     yt_tensor *const all_tensors[2] = {out, self};
     if (yt__any_requires_grad(2, all_tensors))
-        return yt__fail_status(YT_ERR_STATE, "amax_out: out= variants do not support autograd, but an argument requires grad");
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "amax_out: out= variants do not support autograd, but an argument requires grad");
     if (yt__check_out(out, &result_shape, result_dtype, result_device, "amax_out", "out") != YT_OK)
         return yt_errcode();
     yt_tensor *target = out->dtype == result_dtype && out->is_contiguous

@@ -10,7 +10,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:365; backward from derivatives.yaml:114 */
+ * from ops.yaml:373; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -30,7 +30,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:378; backward from derivatives.yaml:117 */
+ * from ops.yaml:386; backward from derivatives.yaml:120 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -52,14 +52,15 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:389; backward from derivatives.yaml:120 */
+ * from ops.yaml:397; backward from derivatives.yaml:123 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
     if (self == NULL)
         return yt__null_arg("permute", "self"); /* keeps an earlier error */
     if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
-        return yt__fail(YT_ERR_VALUE, "permute: dims has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "permute: dims has %d entries (expected 0..%d, non-NULL when > 0)",
                         dims_len, YT_MAX_DIM);
     int64_t dims_wrapped[YT_MAX_DIM];
     for (int i = 0; i < dims_len; i++)
@@ -68,8 +69,8 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
         return NULL;
     dims = dims_wrapped;
     if (!(dims_len == self->dim))
-        return yt__fail(YT_ERR_SHAPE, "permute: len(dims)=%d does not match self.dim=%d",
-                        dims_len, self->dim);
+        return yt__fail(YT_ERR_SHAPE, "permute: len(dims)=%d does not match self.dim=%d", dims_len,
+                        self->dim);
     bool recording = yt__any_requires_grad(1, &self);
     yt_tensor *result = yt__view_permute(self, dims, dims_len);
     if (result == NULL)
@@ -82,15 +83,16 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:402; backward from derivatives.yaml:123 */
+ * from ops.yaml:410; backward from derivatives.yaml:126 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
     if (self == NULL)
         return yt__null_arg("view", "self"); /* keeps an earlier error */
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "view: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "view: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     bool recording = yt__any_requires_grad(1, &self);
     yt_tensor *result = yt__view_view(self, size, size_len);
     if (result == NULL)
@@ -103,14 +105,15 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:412 */
+ * from ops.yaml:420 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
     if (self == NULL)
         return yt__null_arg("reshape", "self"); /* keeps an earlier error */
     if (shape_len < 0 || shape_len > YT_MAX_DIM || (shape == NULL && shape_len > 0))
-        return yt__fail(YT_ERR_VALUE, "reshape: shape has %d entries (expected 0..%d, non-NULL when > 0)",
+        return yt__fail(YT_ERR_VALUE,
+                        "reshape: shape has %d entries (expected 0..%d, non-NULL when > 0)",
                         shape_len, YT_MAX_DIM);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_reshape(self, shape, shape_len);
@@ -119,15 +122,16 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:126 */
+ * from ops.yaml:430; backward from derivatives.yaml:129 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
     if (self == NULL)
         return yt__null_arg("expand", "self"); /* keeps an earlier error */
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
-        return yt__fail(YT_ERR_VALUE, "expand: size has %d entries (expected 0..%d, non-NULL when > 0)",
-                        size_len, YT_MAX_DIM);
+        return yt__fail(YT_ERR_VALUE,
+                        "expand: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
+                        YT_MAX_DIM);
     bool recording = yt__any_requires_grad(1, &self);
     yt_tensor *result = yt__view_expand(self, size, size_len);
     if (result == NULL)
@@ -140,7 +144,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:432; backward from derivatives.yaml:129 */
+ * from ops.yaml:440; backward from derivatives.yaml:132 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -158,7 +162,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:441; backward from derivatives.yaml:132 */
+ * from ops.yaml:449; backward from derivatives.yaml:135 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -178,7 +182,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:452; backward from derivatives.yaml:135 */
+ * from ops.yaml:460; backward from derivatives.yaml:138 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -198,7 +202,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:138 */
+ * from ops.yaml:471; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -206,7 +210,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:463; backward from derivatives.yaml:138 */
+ * from ops.yaml:471; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -228,7 +232,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:477; backward from derivatives.yaml:141 */
+ * from ops.yaml:485; backward from derivatives.yaml:144 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -248,7 +252,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:488 */
+ * from ops.yaml:496 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {

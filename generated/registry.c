@@ -13,69 +13,287 @@ typedef struct op_info {
 } op_info;
 
 static const op_info registry[] = {
-    {.schema = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", .doc = "Adds `other`, scaled by `alpha`, to `self`, with broadcasting and type promotion."},
-    {.schema = "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", .doc = "Adds the number `other`, scaled by `alpha`, to every element of `self`."},
-    {.schema = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", .doc = "Subtracts `other`, scaled by `alpha`, from `self`, with broadcasting and type promotion."},
-    {.schema = "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", .doc = "Subtracts the number `other`, scaled by `alpha`, from every element of `self`."},
-    {.schema = "rsub.Scalar(Tensor self, Scalar other) -> Tensor", .doc = "The number `other` minus each element of `self` (reversed subtraction)."},
-    {.schema = "mul.Tensor(Tensor self, Tensor other) -> Tensor", .doc = "Elementwise product of `self` and `other`, with broadcasting and type promotion."},
-    {.schema = "mul.Scalar(Tensor self, Scalar other) -> Tensor", .doc = "Multiplies every element of `self` by the number `other`."},
-    {.schema = "div.Tensor(Tensor self, Tensor other) -> Tensor", .doc = "True division of `self` by `other`; integer inputs give a floating result."},
-    {.schema = "div.Scalar(Tensor self, Scalar other) -> Tensor", .doc = "True division of every element of `self` by the number `other`."},
-    {.schema = "neg(Tensor self) -> Tensor", .doc = "Negates every element."},
-    {.schema = "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", .doc = "Raises every element of `self` to the power `exponent`."},
-    {.schema = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", .doc = "Raises each element of `self` to the power of the matching element of `exponent`."},
-    {.schema = "exp(Tensor self) -> Tensor", .doc = "e raised to each element; integer inputs give a floating result."},
-    {.schema = "log(Tensor self) -> Tensor", .doc = "Natural logarithm of each element (NaN below zero, -inf at zero)."},
-    {.schema = "sqrt(Tensor self) -> Tensor", .doc = "Square root of each element (NaN below zero)."},
-    {.schema = "relu(Tensor self) -> Tensor", .doc = "max(self, 0) elementwise; NaN stays NaN."},
-    {.schema = "sigmoid(Tensor self) -> Tensor", .doc = "Logistic function 1 / (1 + exp(-self)) of each element."},
-    {.schema = "tanh(Tensor self) -> Tensor", .doc = "Hyperbolic tangent of each element."},
-    {.schema = "clone(Tensor self) -> Tensor", .doc = "A contiguous copy of `self` with its own storage."},
-    {.schema = "to.dtype(Tensor self, ScalarType dtype) -> Tensor", .doc = "A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches)."},
-    {.schema = "eq.Tensor(Tensor self, Tensor other) -> Tensor", .doc = "Elementwise `self == other` as a bool tensor."},
-    {.schema = "eq.Scalar(Tensor self, Scalar other) -> Tensor", .doc = "Elementwise `self == other` against a number, as a bool tensor."},
-    {.schema = "lt.Tensor(Tensor self, Tensor other) -> Tensor", .doc = "Elementwise `self < other` as a bool tensor."},
-    {.schema = "lt.Scalar(Tensor self, Scalar other) -> Tensor", .doc = "Elementwise `self < other` against a number, as a bool tensor."},
-    {.schema = "gt.Tensor(Tensor self, Tensor other) -> Tensor", .doc = "Elementwise `self > other` as a bool tensor."},
-    {.schema = "gt.Scalar(Tensor self, Scalar other) -> Tensor", .doc = "Elementwise `self > other` against a number, as a bool tensor."},
-    {.schema = "where(Tensor condition, Tensor self, Tensor other) -> Tensor", .doc = "Picks `self` where `condition` is true and `other` elsewhere, with broadcasting."},
-    {.schema = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", .doc = "Sum of all elements; integral inputs sum to i64 unless `dtype` is given."},
-    {.schema = "sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", .doc = "Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`."},
-    {.schema = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", .doc = "Mean of all elements (NaN for an empty tensor)."},
-    {.schema = "mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", .doc = "Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`."},
-    {.schema = "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", .doc = "Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error."},
-    {.schema = "mm(Tensor self, Tensor mat2) -> Tensor", .doc = "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied."},
-    {.schema = "matmul(Tensor self, Tensor other) -> Tensor", .doc = "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched)."},
-    {.schema = "t(Tensor self) -> Tensor", .doc = "Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are."},
-    {.schema = "transpose(Tensor self, int dim0, int dim1) -> Tensor", .doc = "A view with dimensions `dim0` and `dim1` swapped."},
-    {.schema = "permute(Tensor self, int[] dims) -> Tensor", .doc = "A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of `self`."},
-    {.schema = "view(Tensor self, int[] size) -> Tensor", .doc = "A view with a new shape of the same number of elements (one size may be -1); fails when the strides do not allow it."},
-    {.schema = "reshape(Tensor self, int[] shape) -> Tensor", .doc = "Like view, but copies when the strides do not allow a view."},
-    {.schema = "expand(Tensor self, int[] size) -> Tensor", .doc = "A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying."},
-    {.schema = "squeeze(Tensor self) -> Tensor", .doc = "A view without the dimensions of size 1."},
-    {.schema = "squeeze.dim(Tensor self, int dim) -> Tensor", .doc = "A view without dimension `dim` if its size is 1 (unchanged otherwise)."},
-    {.schema = "unsqueeze(Tensor self, int dim) -> Tensor", .doc = "A view with a new dimension of size 1 inserted at `dim`."},
-    {.schema = "slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor", .doc = "A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-range bounds are clamped)."},
-    {.schema = "select(Tensor self, int dim, int index) -> Tensor", .doc = "A view of the slice at `index` along `dim`, with that dimension removed."},
-    {.schema = "contiguous(Tensor self) -> Tensor", .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy."},
-    {.schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given)."},
-    {.schema = "ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", .doc = "A new tensor of the given size filled with 1 (f32 unless `dtype` is given)."},
-    {.schema = "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor", .doc = "A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given)."},
-    {.schema = "zeros_like(Tensor self) -> Tensor", .doc = "A new tensor of zeros with the size, dtype and device of `self`."},
-    {.schema = "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", .doc = "Values start, start+step, ... below `end` (i64 when all three are integers, else f32)."},
-    {.schema = "rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", .doc = "Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed)."},
-    {.schema = "randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", .doc = "Standard normal random numbers from the default generator (see yt_manual_seed)."},
-    {.schema = "sum_to(Tensor self, int[] size) -> Tensor", .doc = "Sums `self` down to `size`, undoing a broadcast from `size` to self's shape."},
-    {.schema = "sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor", .doc = "Gradient of sum over `dim`: `grad` expanded back to `sizes`."},
-    {.schema = "mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor", .doc = "Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count."},
-    {.schema = "amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor", .doc = "Gradient of amax over `dim`, shared equally between tied maxima."},
-    {.schema = "permute_backward(Tensor grad, int[] dims) -> Tensor", .doc = "Gradient of permute: `grad` permuted by the inverse of `dims`."},
-    {.schema = "pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor", .doc = "Gradient of pow(self, exponent) with respect to `self`."},
-    {.schema = "pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor", .doc = "Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent."},
-    {.schema = "pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor", .doc = "Gradient of pow(self, exponent) with respect to `exponent`."},
-    {.schema = "slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor", .doc = "Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part."},
-    {.schema = "select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor", .doc = "Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`."},
+    {
+        .schema = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+        .doc = "Adds `other`, scaled by `alpha`, to `self`, with broadcasting and type promotion.",
+    },
+    {
+        .schema = "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+        .doc = "Adds the number `other`, scaled by `alpha`, to every element of `self`.",
+    },
+    {
+        .schema = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+        .doc =
+            "Subtracts `other`, scaled by `alpha`, from `self`, with broadcasting and type promotion.",
+    },
+    {
+        .schema = "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+        .doc = "Subtracts the number `other`, scaled by `alpha`, from every element of `self`.",
+    },
+    {
+        .schema = "rsub.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "The number `other` minus each element of `self` (reversed subtraction).",
+    },
+    {
+        .schema = "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise product of `self` and `other`, with broadcasting and type promotion.",
+    },
+    {
+        .schema = "mul.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Multiplies every element of `self` by the number `other`.",
+    },
+    {
+        .schema = "div.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "True division of `self` by `other`; integer inputs give a floating result.",
+    },
+    {
+        .schema = "div.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "True division of every element of `self` by the number `other`.",
+    },
+    {
+        .schema = "neg(Tensor self) -> Tensor",
+        .doc = "Negates every element.",
+    },
+    {
+        .schema = "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+        .doc = "Raises every element of `self` to the power `exponent`.",
+    },
+    {
+        .schema = "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+        .doc = "Raises each element of `self` to the power of the matching element of `exponent`.",
+    },
+    {
+        .schema = "exp(Tensor self) -> Tensor",
+        .doc = "e raised to each element; integer inputs give a floating result.",
+    },
+    {
+        .schema = "log(Tensor self) -> Tensor",
+        .doc = "Natural logarithm of each element (NaN below zero, -inf at zero).",
+    },
+    {
+        .schema = "sqrt(Tensor self) -> Tensor",
+        .doc = "Square root of each element (NaN below zero).",
+    },
+    {
+        .schema = "relu(Tensor self) -> Tensor",
+        .doc = "max(self, 0) elementwise; NaN stays NaN.",
+    },
+    {
+        .schema = "sigmoid(Tensor self) -> Tensor",
+        .doc = "Logistic function 1 / (1 + exp(-self)) of each element.",
+    },
+    {
+        .schema = "tanh(Tensor self) -> Tensor",
+        .doc = "Hyperbolic tangent of each element.",
+    },
+    {
+        .schema = "softplus(Tensor self) -> Tensor",
+        .doc = "log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.",
+    },
+    {
+        .schema = "clone(Tensor self) -> Tensor",
+        .doc = "A contiguous copy of `self` with its own storage.",
+    },
+    {
+        .schema = "to.dtype(Tensor self, ScalarType dtype) -> Tensor",
+        .doc =
+            "A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).",
+    },
+    {
+        .schema = "eq.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise `self == other` as a bool tensor.",
+    },
+    {
+        .schema = "eq.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Elementwise `self == other` against a number, as a bool tensor.",
+    },
+    {
+        .schema = "lt.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise `self < other` as a bool tensor.",
+    },
+    {
+        .schema = "lt.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Elementwise `self < other` against a number, as a bool tensor.",
+    },
+    {
+        .schema = "gt.Tensor(Tensor self, Tensor other) -> Tensor",
+        .doc = "Elementwise `self > other` as a bool tensor.",
+    },
+    {
+        .schema = "gt.Scalar(Tensor self, Scalar other) -> Tensor",
+        .doc = "Elementwise `self > other` against a number, as a bool tensor.",
+    },
+    {
+        .schema = "where(Tensor condition, Tensor self, Tensor other) -> Tensor",
+        .doc = "Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.",
+    },
+    {
+        .schema = "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "Sum of all elements; integral inputs sum to i64 unless `dtype` is given.",
+    },
+    {
+        .schema =
+            "sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.",
+    },
+    {
+        .schema = "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "Mean of all elements (NaN for an empty tensor).",
+    },
+    {
+        .schema =
+            "mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.",
+    },
+    {
+        .schema = "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
+        .doc =
+            "Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.",
+    },
+    {
+        .schema = "mm(Tensor self, Tensor mat2) -> Tensor",
+        .doc =
+            "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.",
+    },
+    {
+        .schema = "matmul(Tensor self, Tensor other) -> Tensor",
+        .doc =
+            "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched).",
+    },
+    {
+        .schema = "t(Tensor self) -> Tensor",
+        .doc = "Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.",
+    },
+    {
+        .schema = "transpose(Tensor self, int dim0, int dim1) -> Tensor",
+        .doc = "A view with dimensions `dim0` and `dim1` swapped.",
+    },
+    {
+        .schema = "permute(Tensor self, int[] dims) -> Tensor",
+        .doc =
+            "A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of `self`.",
+    },
+    {
+        .schema = "view(Tensor self, int[] size) -> Tensor",
+        .doc =
+            "A view with a new shape of the same number of elements (one size may be -1); fails when the strides do not allow it.",
+    },
+    {
+        .schema = "reshape(Tensor self, int[] shape) -> Tensor",
+        .doc = "Like view, but copies when the strides do not allow a view.",
+    },
+    {
+        .schema = "expand(Tensor self, int[] size) -> Tensor",
+        .doc =
+            "A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.",
+    },
+    {
+        .schema = "squeeze(Tensor self) -> Tensor",
+        .doc = "A view without the dimensions of size 1.",
+    },
+    {
+        .schema = "squeeze.dim(Tensor self, int dim) -> Tensor",
+        .doc = "A view without dimension `dim` if its size is 1 (unchanged otherwise).",
+    },
+    {
+        .schema = "unsqueeze(Tensor self, int dim) -> Tensor",
+        .doc = "A view with a new dimension of size 1 inserted at `dim`.",
+    },
+    {
+        .schema =
+            "slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor",
+        .doc =
+            "A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-range bounds are clamped).",
+    },
+    {
+        .schema = "select(Tensor self, int dim, int index) -> Tensor",
+        .doc = "A view of the slice at `index` along `dim`, with that dimension removed.",
+    },
+    {
+        .schema = "contiguous(Tensor self) -> Tensor",
+        .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
+    },
+    {
+        .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
+    },
+    {
+        .schema = "ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "A new tensor of the given size filled with 1 (f32 unless `dtype` is given).",
+    },
+    {
+        .schema =
+            "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc =
+            "A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).",
+    },
+    {
+        .schema = "zeros_like(Tensor self) -> Tensor",
+        .doc = "A new tensor of zeros with the size, dtype and device of `self`.",
+    },
+    {
+        .schema =
+            "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc =
+            "Values start, start+step, ... below `end` (i64 when all three are integers, else f32).",
+    },
+    {
+        .schema = "rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).",
+    },
+    {
+        .schema = "randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "Standard normal random numbers from the default generator (see yt_manual_seed).",
+    },
+    {
+        .schema = "sum_to(Tensor self, int[] size) -> Tensor",
+        .doc = "Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.",
+    },
+    {
+        .schema = "sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor",
+        .doc = "Gradient of sum over `dim`: `grad` expanded back to `sizes`.",
+    },
+    {
+        .schema = "mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor",
+        .doc =
+            "Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.",
+    },
+    {
+        .schema =
+            "amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
+        .doc = "Gradient of amax over `dim`, shared equally between tied maxima.",
+    },
+    {
+        .schema = "permute_backward(Tensor grad, int[] dims) -> Tensor",
+        .doc = "Gradient of permute: `grad` permuted by the inverse of `dims`.",
+    },
+    {
+        .schema = "pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor",
+        .doc = "Gradient of pow(self, exponent) with respect to `self`.",
+    },
+    {
+        .schema = "pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor",
+        .doc = "Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.",
+    },
+    {
+        .schema =
+            "pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor",
+        .doc = "Gradient of pow(self, exponent) with respect to `exponent`.",
+    },
+    {
+        .schema =
+            "slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor",
+        .doc =
+            "Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.",
+    },
+    {
+        .schema =
+            "select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor",
+        .doc =
+            "Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.",
+    },
 };
 
 int

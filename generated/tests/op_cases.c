@@ -108,7 +108,19 @@ call_add_11(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_add_12(yt_tensor *const *inputs, void *ctx)
+inplace_add_12(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_add_ex_(copy, inputs[1], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_add_13(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_add_ex_out(out, inputs[0], inputs[1], yt_int(1)) != YT_OK) {
@@ -119,21 +131,21 @@ out_add_12(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_add_13(yt_tensor *const *inputs, void *ctx)
+error_add_14(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_add_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-call_add_scalar_14(yt_tensor *const *inputs, void *ctx)
+call_add_scalar_15(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_add_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_add_scalar_15(yt_tensor *const *inputs, void *ctx)
+inplace_add_scalar_16(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -145,7 +157,7 @@ inplace_add_scalar_15(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_add_scalar_16(yt_tensor *const *inputs, void *ctx)
+out_add_scalar_17(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_add_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -156,14 +168,14 @@ out_add_scalar_16(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_add_scalar_17(yt_tensor *const *inputs, void *ctx)
+call_add_scalar_18(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_add_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_add_scalar_18(yt_tensor *const *inputs, void *ctx)
+inplace_add_scalar_19(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -175,7 +187,7 @@ inplace_add_scalar_18(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_add_scalar_19(yt_tensor *const *inputs, void *ctx)
+out_add_scalar_20(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_add_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -186,14 +198,14 @@ out_add_scalar_19(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_add_scalar_20(yt_tensor *const *inputs, void *ctx)
+call_add_scalar_21(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_add_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_add_scalar_21(yt_tensor *const *inputs, void *ctx)
+inplace_add_scalar_22(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -205,7 +217,7 @@ inplace_add_scalar_21(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_add_scalar_22(yt_tensor *const *inputs, void *ctx)
+out_add_scalar_23(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_add_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -216,14 +228,14 @@ out_add_scalar_22(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_add_scalar_23(yt_tensor *const *inputs, void *ctx)
+call_add_scalar_24(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_add_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_add_scalar_24(yt_tensor *const *inputs, void *ctx)
+inplace_add_scalar_25(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -235,7 +247,7 @@ inplace_add_scalar_24(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_add_scalar_25(yt_tensor *const *inputs, void *ctx)
+out_add_scalar_26(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_add_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -246,14 +258,14 @@ out_add_scalar_25(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_26(yt_tensor *const *inputs, void *ctx)
+call_sub_27(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-inplace_sub_27(yt_tensor *const *inputs, void *ctx)
+inplace_sub_28(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -265,7 +277,7 @@ inplace_sub_27(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sub_28(yt_tensor *const *inputs, void *ctx)
+out_sub_29(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_ex_out(out, inputs[0], inputs[1], yt_int(1)) != YT_OK) {
@@ -276,14 +288,14 @@ out_sub_28(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_29(yt_tensor *const *inputs, void *ctx)
+call_sub_30(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_sub_30(yt_tensor *const *inputs, void *ctx)
+out_sub_31(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_ex_out(out, inputs[0], inputs[1], yt_int(1)) != YT_OK) {
@@ -294,14 +306,14 @@ out_sub_30(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_31(yt_tensor *const *inputs, void *ctx)
+call_sub_32(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-inplace_sub_32(yt_tensor *const *inputs, void *ctx)
+inplace_sub_33(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -313,7 +325,7 @@ inplace_sub_32(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sub_33(yt_tensor *const *inputs, void *ctx)
+out_sub_34(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_ex_out(out, inputs[0], inputs[1], yt_int(1)) != YT_OK) {
@@ -324,14 +336,14 @@ out_sub_33(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_34(yt_tensor *const *inputs, void *ctx)
+call_sub_35(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_sub_35(yt_tensor *const *inputs, void *ctx)
+out_sub_36(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_ex_out(out, inputs[0], inputs[1], yt_int(1)) != YT_OK) {
@@ -342,14 +354,26 @@ out_sub_35(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_36(yt_tensor *const *inputs, void *ctx)
+call_sub_37(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_sub_37(yt_tensor *const *inputs, void *ctx)
+inplace_sub_38(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sub_ex_(copy, inputs[1], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sub_39(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_ex_out(out, inputs[0], inputs[1], yt_int(1)) != YT_OK) {
@@ -360,28 +384,28 @@ out_sub_37(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sub_38(yt_tensor *const *inputs, void *ctx)
+error_sub_40(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-error_sub_39(yt_tensor *const *inputs, void *ctx)
+error_sub_41(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_ex(inputs[0], inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-call_sub_scalar_40(yt_tensor *const *inputs, void *ctx)
+call_sub_scalar_42(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_sub_scalar_41(yt_tensor *const *inputs, void *ctx)
+inplace_sub_scalar_43(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -393,7 +417,7 @@ inplace_sub_scalar_41(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sub_scalar_42(yt_tensor *const *inputs, void *ctx)
+out_sub_scalar_44(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -404,14 +428,14 @@ out_sub_scalar_42(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_scalar_43(yt_tensor *const *inputs, void *ctx)
+call_sub_scalar_45(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_sub_scalar_44(yt_tensor *const *inputs, void *ctx)
+inplace_sub_scalar_46(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -423,7 +447,7 @@ inplace_sub_scalar_44(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sub_scalar_45(yt_tensor *const *inputs, void *ctx)
+out_sub_scalar_47(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -434,14 +458,14 @@ out_sub_scalar_45(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_scalar_46(yt_tensor *const *inputs, void *ctx)
+call_sub_scalar_48(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_sub_scalar_47(yt_tensor *const *inputs, void *ctx)
+inplace_sub_scalar_49(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -453,7 +477,7 @@ inplace_sub_scalar_47(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sub_scalar_48(yt_tensor *const *inputs, void *ctx)
+out_sub_scalar_50(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -464,14 +488,14 @@ out_sub_scalar_48(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sub_scalar_49(yt_tensor *const *inputs, void *ctx)
+call_sub_scalar_51(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
 }
 
 static yt_tensor *
-inplace_sub_scalar_50(yt_tensor *const *inputs, void *ctx)
+inplace_sub_scalar_52(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -483,7 +507,7 @@ inplace_sub_scalar_50(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sub_scalar_51(yt_tensor *const *inputs, void *ctx)
+out_sub_scalar_53(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sub_scalar_ex_out(out, inputs[0], yt_float(1.5), yt_int(1)) != YT_OK) {
@@ -494,28 +518,10 @@ out_sub_scalar_51(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sub_scalar_52(yt_tensor *const *inputs, void *ctx)
+error_sub_scalar_54(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sub_scalar_ex(inputs[0], yt_float(1.5), yt_int(1));
-}
-
-static yt_tensor *
-call_rsub_53(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_rsub(inputs[0], yt_float(1.5));
-}
-
-static yt_tensor *
-out_rsub_54(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_rsub_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
@@ -573,21 +579,39 @@ out_rsub_60(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rsub_61(yt_tensor *const *inputs, void *ctx)
+call_rsub_61(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rsub(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-call_mul_62(yt_tensor *const *inputs, void *ctx)
+out_rsub_62(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsub_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_rsub_63(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsub(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+call_mul_64(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-inplace_mul_63(yt_tensor *const *inputs, void *ctx)
+inplace_mul_65(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -596,24 +620,6 @@ inplace_mul_63(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return copy;
-}
-
-static yt_tensor *
-out_mul_64(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_mul_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_mul_65(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -635,19 +641,7 @@ call_mul_67(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-inplace_mul_68(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_mul_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
-}
-
-static yt_tensor *
-out_mul_69(yt_tensor *const *inputs, void *ctx)
+out_mul_68(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mul_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -658,10 +652,22 @@ out_mul_69(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mul_70(yt_tensor *const *inputs, void *ctx)
+call_mul_69(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_mul_70(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_mul_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
 }
 
 static yt_tensor *
@@ -694,25 +700,18 @@ out_mul_73(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mul_74(yt_tensor *const *inputs, void *ctx)
+call_mul_74(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_mul_scalar_75(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_mul_scalar(inputs[0], yt_float(1.5));
-}
-
-static yt_tensor *
-inplace_mul_scalar_76(yt_tensor *const *inputs, void *ctx)
+inplace_mul_75(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_mul_scalar_(copy, yt_float(1.5)) != YT_OK) {
+    if (copy != NULL && yt_mul_(copy, inputs[1]) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -720,14 +719,21 @@ inplace_mul_scalar_76(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mul_scalar_77(yt_tensor *const *inputs, void *ctx)
+out_mul_76(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_mul_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+    if (out != NULL && yt_mul_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_mul_77(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -821,18 +827,18 @@ out_mul_scalar_86(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_87(yt_tensor *const *inputs, void *ctx)
+call_mul_scalar_87(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_div(inputs[0], inputs[1]);
+    return yt_mul_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_div_88(yt_tensor *const *inputs, void *ctx)
+inplace_mul_scalar_88(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_div_(copy, inputs[1]) != YT_OK) {
+    if (copy != NULL && yt_mul_scalar_(copy, yt_float(1.5)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -840,10 +846,10 @@ inplace_div_88(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_89(yt_tensor *const *inputs, void *ctx)
+out_mul_scalar_89(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_div_out(out, inputs[0], inputs[1]) != YT_OK) {
+    if (out != NULL && yt_mul_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -858,7 +864,19 @@ call_div_90(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_91(yt_tensor *const *inputs, void *ctx)
+inplace_div_91(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_92(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -869,22 +887,10 @@ out_div_91(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_92(yt_tensor *const *inputs, void *ctx)
+call_div_93(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-inplace_div_93(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_div_(copy, inputs[1]) != YT_OK) {
-        yt_release(copy);
-        return NULL;
-    }
-    return copy;
 }
 
 static yt_tensor *
@@ -906,7 +912,19 @@ call_div_95(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_96(yt_tensor *const *inputs, void *ctx)
+inplace_div_96(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_97(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -917,14 +935,14 @@ out_div_96(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_97(yt_tensor *const *inputs, void *ctx)
+call_div_98(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_div_98(yt_tensor *const *inputs, void *ctx)
+out_div_99(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -935,21 +953,51 @@ out_div_98(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_div_99(yt_tensor *const *inputs, void *ctx)
+call_div_100(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_div_scalar_100(yt_tensor *const *inputs, void *ctx)
+inplace_div_101(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_div_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_div_102(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_div_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_div_103(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_div(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_div_scalar_104(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_div_scalar_101(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -961,7 +1009,7 @@ inplace_div_scalar_101(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_102(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_106(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -972,14 +1020,14 @@ out_div_scalar_102(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_103(yt_tensor *const *inputs, void *ctx)
+call_div_scalar_107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_div_scalar_104(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_108(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -991,7 +1039,7 @@ inplace_div_scalar_104(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_105(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_109(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -1002,14 +1050,14 @@ out_div_scalar_105(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_106(yt_tensor *const *inputs, void *ctx)
+call_div_scalar_110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_div_scalar_107(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1021,7 +1069,7 @@ inplace_div_scalar_107(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_108(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_112(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -1032,14 +1080,14 @@ out_div_scalar_108(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_div_scalar_109(yt_tensor *const *inputs, void *ctx)
+call_div_scalar_113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_div_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_div_scalar_110(yt_tensor *const *inputs, void *ctx)
+inplace_div_scalar_114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1051,7 +1099,7 @@ inplace_div_scalar_110(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_div_scalar_111(yt_tensor *const *inputs, void *ctx)
+out_div_scalar_115(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_div_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -1062,14 +1110,14 @@ out_div_scalar_111(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_neg_112(yt_tensor *const *inputs, void *ctx)
+call_neg_116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_neg(inputs[0]);
 }
 
 static yt_tensor *
-inplace_neg_113(yt_tensor *const *inputs, void *ctx)
+inplace_neg_117(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1081,7 +1129,7 @@ inplace_neg_113(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_neg_114(yt_tensor *const *inputs, void *ctx)
+out_neg_118(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_neg_out(out, inputs[0]) != YT_OK) {
@@ -1092,14 +1140,14 @@ out_neg_114(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_neg_115(yt_tensor *const *inputs, void *ctx)
+call_neg_119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_neg(inputs[0]);
 }
 
 static yt_tensor *
-inplace_neg_116(yt_tensor *const *inputs, void *ctx)
+inplace_neg_120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1111,7 +1159,7 @@ inplace_neg_116(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_neg_117(yt_tensor *const *inputs, void *ctx)
+out_neg_121(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_neg_out(out, inputs[0]) != YT_OK) {
@@ -1122,14 +1170,14 @@ out_neg_117(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_neg_118(yt_tensor *const *inputs, void *ctx)
+call_neg_122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_neg(inputs[0]);
 }
 
 static yt_tensor *
-inplace_neg_119(yt_tensor *const *inputs, void *ctx)
+inplace_neg_123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1141,7 +1189,7 @@ inplace_neg_119(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_neg_120(yt_tensor *const *inputs, void *ctx)
+out_neg_124(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_neg_out(out, inputs[0]) != YT_OK) {
@@ -1152,14 +1200,14 @@ out_neg_120(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_neg_121(yt_tensor *const *inputs, void *ctx)
+call_neg_125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_neg(inputs[0]);
 }
 
 static yt_tensor *
-inplace_neg_122(yt_tensor *const *inputs, void *ctx)
+inplace_neg_126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1171,7 +1219,7 @@ inplace_neg_122(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_neg_123(yt_tensor *const *inputs, void *ctx)
+out_neg_127(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_neg_out(out, inputs[0]) != YT_OK) {
@@ -1182,21 +1230,21 @@ out_neg_123(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_neg_124(yt_tensor *const *inputs, void *ctx)
+error_neg_128(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_neg(inputs[0]);
 }
 
 static yt_tensor *
-call_pow_125(yt_tensor *const *inputs, void *ctx)
+call_pow_129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_pow_126(yt_tensor *const *inputs, void *ctx)
+inplace_pow_130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1208,7 +1256,7 @@ inplace_pow_126(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_pow_127(yt_tensor *const *inputs, void *ctx)
+out_pow_131(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -1219,14 +1267,14 @@ out_pow_127(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_128(yt_tensor *const *inputs, void *ctx)
+call_pow_132(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_pow_129(yt_tensor *const *inputs, void *ctx)
+inplace_pow_133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1238,7 +1286,7 @@ inplace_pow_129(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_pow_130(yt_tensor *const *inputs, void *ctx)
+out_pow_134(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -1249,14 +1297,14 @@ out_pow_130(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_131(yt_tensor *const *inputs, void *ctx)
+call_pow_135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_pow_132(yt_tensor *const *inputs, void *ctx)
+inplace_pow_136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1268,7 +1316,7 @@ inplace_pow_132(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_pow_133(yt_tensor *const *inputs, void *ctx)
+out_pow_137(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -1279,14 +1327,14 @@ out_pow_133(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_134(yt_tensor *const *inputs, void *ctx)
+call_pow_138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-inplace_pow_135(yt_tensor *const *inputs, void *ctx)
+inplace_pow_139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1298,7 +1346,7 @@ inplace_pow_135(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_pow_136(yt_tensor *const *inputs, void *ctx)
+out_pow_140(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -1309,21 +1357,21 @@ out_pow_136(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pow_137(yt_tensor *const *inputs, void *ctx)
+error_pow_141(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-call_pow_tensor_tensor_138(yt_tensor *const *inputs, void *ctx)
+call_pow_tensor_tensor_142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-inplace_pow_tensor_tensor_139(yt_tensor *const *inputs, void *ctx)
+inplace_pow_tensor_tensor_143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1335,7 +1383,7 @@ inplace_pow_tensor_tensor_139(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_pow_tensor_tensor_140(yt_tensor *const *inputs, void *ctx)
+out_pow_tensor_tensor_144(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1346,14 +1394,14 @@ out_pow_tensor_tensor_140(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_tensor_tensor_141(yt_tensor *const *inputs, void *ctx)
+call_pow_tensor_tensor_145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_pow_tensor_tensor_142(yt_tensor *const *inputs, void *ctx)
+out_pow_tensor_tensor_146(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -1364,14 +1412,14 @@ out_pow_tensor_tensor_142(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pow_tensor_tensor_143(yt_tensor *const *inputs, void *ctx)
+call_pow_tensor_tensor_147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-inplace_pow_tensor_tensor_144(yt_tensor *const *inputs, void *ctx)
+inplace_pow_tensor_tensor_148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1380,42 +1428,6 @@ inplace_pow_tensor_tensor_144(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return copy;
-}
-
-static yt_tensor *
-out_pow_tensor_tensor_145(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_pow_tensor_tensor_146(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_tensor_tensor(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-out_pow_tensor_tensor_147(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_pow_tensor_tensor_148(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -1430,28 +1442,76 @@ out_pow_tensor_tensor_149(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pow_tensor_tensor_150(yt_tensor *const *inputs, void *ctx)
+call_pow_tensor_tensor_150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_pow_tensor_tensor_151(yt_tensor *const *inputs, void *ctx)
+out_pow_tensor_tensor_151(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_tensor_tensor_152(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_pow_tensor_tensor(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_exp_152(yt_tensor *const *inputs, void *ctx)
+inplace_pow_tensor_tensor_153(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_pow_tensor_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_pow_tensor_tensor_154(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_tensor_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_pow_tensor_tensor_155(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_tensor_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_pow_tensor_tensor_156(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_tensor_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_exp_157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_153(yt_tensor *const *inputs, void *ctx)
+inplace_exp_158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1463,7 +1523,7 @@ inplace_exp_153(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_154(yt_tensor *const *inputs, void *ctx)
+out_exp_159(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1474,14 +1534,14 @@ out_exp_154(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_155(yt_tensor *const *inputs, void *ctx)
+call_exp_160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_156(yt_tensor *const *inputs, void *ctx)
+inplace_exp_161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1493,7 +1553,7 @@ inplace_exp_156(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_157(yt_tensor *const *inputs, void *ctx)
+out_exp_162(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1504,14 +1564,14 @@ out_exp_157(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_158(yt_tensor *const *inputs, void *ctx)
+call_exp_163(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_159(yt_tensor *const *inputs, void *ctx)
+inplace_exp_164(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1523,7 +1583,7 @@ inplace_exp_159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_160(yt_tensor *const *inputs, void *ctx)
+out_exp_165(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1534,14 +1594,14 @@ out_exp_160(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_161(yt_tensor *const *inputs, void *ctx)
+call_exp_166(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_162(yt_tensor *const *inputs, void *ctx)
+inplace_exp_167(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1553,7 +1613,7 @@ inplace_exp_162(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_163(yt_tensor *const *inputs, void *ctx)
+out_exp_168(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1564,14 +1624,14 @@ out_exp_163(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_164(yt_tensor *const *inputs, void *ctx)
+call_log_169(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_165(yt_tensor *const *inputs, void *ctx)
+inplace_log_170(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1583,7 +1643,7 @@ inplace_log_165(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_166(yt_tensor *const *inputs, void *ctx)
+out_log_171(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1594,14 +1654,14 @@ out_log_166(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_167(yt_tensor *const *inputs, void *ctx)
+call_log_172(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_168(yt_tensor *const *inputs, void *ctx)
+inplace_log_173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1613,7 +1673,7 @@ inplace_log_168(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_169(yt_tensor *const *inputs, void *ctx)
+out_log_174(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1624,14 +1684,14 @@ out_log_169(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_170(yt_tensor *const *inputs, void *ctx)
+call_log_175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_171(yt_tensor *const *inputs, void *ctx)
+inplace_log_176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1643,7 +1703,7 @@ inplace_log_171(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_172(yt_tensor *const *inputs, void *ctx)
+out_log_177(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1654,14 +1714,14 @@ out_log_172(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_173(yt_tensor *const *inputs, void *ctx)
+call_log_178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_174(yt_tensor *const *inputs, void *ctx)
+inplace_log_179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1673,7 +1733,7 @@ inplace_log_174(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_175(yt_tensor *const *inputs, void *ctx)
+out_log_180(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1684,14 +1744,14 @@ out_log_175(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_176(yt_tensor *const *inputs, void *ctx)
+call_sqrt_181(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_177(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1703,7 +1763,7 @@ inplace_sqrt_177(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_178(yt_tensor *const *inputs, void *ctx)
+out_sqrt_183(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1714,14 +1774,14 @@ out_sqrt_178(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_179(yt_tensor *const *inputs, void *ctx)
+call_sqrt_184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_180(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1733,7 +1793,7 @@ inplace_sqrt_180(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_181(yt_tensor *const *inputs, void *ctx)
+out_sqrt_186(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1744,14 +1804,14 @@ out_sqrt_181(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_182(yt_tensor *const *inputs, void *ctx)
+call_sqrt_187(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_183(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1763,7 +1823,7 @@ inplace_sqrt_183(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_184(yt_tensor *const *inputs, void *ctx)
+out_sqrt_189(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1774,14 +1834,14 @@ out_sqrt_184(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_185(yt_tensor *const *inputs, void *ctx)
+call_sqrt_190(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_186(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_191(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1793,7 +1853,7 @@ inplace_sqrt_186(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_187(yt_tensor *const *inputs, void *ctx)
+out_sqrt_192(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1804,14 +1864,14 @@ out_sqrt_187(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_188(yt_tensor *const *inputs, void *ctx)
+call_relu_193(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_189(yt_tensor *const *inputs, void *ctx)
+inplace_relu_194(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1823,7 +1883,7 @@ inplace_relu_189(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_190(yt_tensor *const *inputs, void *ctx)
+out_relu_195(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1834,14 +1894,14 @@ out_relu_190(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_191(yt_tensor *const *inputs, void *ctx)
+call_relu_196(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_192(yt_tensor *const *inputs, void *ctx)
+inplace_relu_197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1853,7 +1913,7 @@ inplace_relu_192(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_193(yt_tensor *const *inputs, void *ctx)
+out_relu_198(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1864,14 +1924,14 @@ out_relu_193(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_194(yt_tensor *const *inputs, void *ctx)
+call_relu_199(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_195(yt_tensor *const *inputs, void *ctx)
+inplace_relu_200(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1883,7 +1943,7 @@ inplace_relu_195(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_196(yt_tensor *const *inputs, void *ctx)
+out_relu_201(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1894,14 +1954,14 @@ out_relu_196(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_197(yt_tensor *const *inputs, void *ctx)
+call_relu_202(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_198(yt_tensor *const *inputs, void *ctx)
+inplace_relu_203(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1913,7 +1973,7 @@ inplace_relu_198(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_199(yt_tensor *const *inputs, void *ctx)
+out_relu_204(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1924,21 +1984,21 @@ out_relu_199(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_relu_200(yt_tensor *const *inputs, void *ctx)
+error_relu_205(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-call_sigmoid_201(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_206(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_202(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_207(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1950,7 +2010,7 @@ inplace_sigmoid_202(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_203(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_208(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -1961,14 +2021,14 @@ out_sigmoid_203(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_204(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_209(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_205(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_210(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1980,7 +2040,7 @@ inplace_sigmoid_205(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_206(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_211(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -1991,14 +2051,14 @@ out_sigmoid_206(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_207(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_212(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_208(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_213(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2010,7 +2070,7 @@ inplace_sigmoid_208(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_209(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_214(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2021,14 +2081,14 @@ out_sigmoid_209(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_210(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_215(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_211(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_216(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2040,7 +2100,7 @@ inplace_sigmoid_211(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_212(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_217(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2051,14 +2111,14 @@ out_sigmoid_212(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_213(yt_tensor *const *inputs, void *ctx)
+call_tanh_218(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_214(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_219(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2070,7 +2130,7 @@ inplace_tanh_214(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_215(yt_tensor *const *inputs, void *ctx)
+out_tanh_220(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2081,14 +2141,14 @@ out_tanh_215(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_216(yt_tensor *const *inputs, void *ctx)
+call_tanh_221(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_217(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_222(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2100,7 +2160,7 @@ inplace_tanh_217(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_218(yt_tensor *const *inputs, void *ctx)
+out_tanh_223(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2111,14 +2171,14 @@ out_tanh_218(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_219(yt_tensor *const *inputs, void *ctx)
+call_tanh_224(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_220(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_225(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2130,7 +2190,7 @@ inplace_tanh_220(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_221(yt_tensor *const *inputs, void *ctx)
+out_tanh_226(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2141,14 +2201,14 @@ out_tanh_221(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_222(yt_tensor *const *inputs, void *ctx)
+call_tanh_227(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_223(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_228(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2160,7 +2220,7 @@ inplace_tanh_223(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_224(yt_tensor *const *inputs, void *ctx)
+out_tanh_229(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2171,14 +2231,134 @@ out_tanh_224(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_225(yt_tensor *const *inputs, void *ctx)
+call_softplus_230(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softplus(inputs[0]);
+}
+
+static yt_tensor *
+inplace_softplus_231(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_softplus_232(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_softplus_233(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softplus(inputs[0]);
+}
+
+static yt_tensor *
+inplace_softplus_234(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_softplus_235(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_softplus_236(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softplus(inputs[0]);
+}
+
+static yt_tensor *
+inplace_softplus_237(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_softplus_238(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_softplus_239(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softplus(inputs[0]);
+}
+
+static yt_tensor *
+inplace_softplus_240(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_softplus_241(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clone_242(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_226(yt_tensor *const *inputs, void *ctx)
+out_clone_243(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2189,14 +2369,14 @@ out_clone_226(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_227(yt_tensor *const *inputs, void *ctx)
+call_clone_244(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_228(yt_tensor *const *inputs, void *ctx)
+out_clone_245(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2207,14 +2387,14 @@ out_clone_228(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_229(yt_tensor *const *inputs, void *ctx)
+call_clone_246(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_230(yt_tensor *const *inputs, void *ctx)
+out_clone_247(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2225,14 +2405,14 @@ out_clone_230(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_231(yt_tensor *const *inputs, void *ctx)
+call_clone_248(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_232(yt_tensor *const *inputs, void *ctx)
+out_clone_249(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2243,14 +2423,14 @@ out_clone_232(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_233(yt_tensor *const *inputs, void *ctx)
+call_eq_250(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_234(yt_tensor *const *inputs, void *ctx)
+out_eq_251(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2261,14 +2441,14 @@ out_eq_234(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_235(yt_tensor *const *inputs, void *ctx)
+call_eq_252(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_236(yt_tensor *const *inputs, void *ctx)
+out_eq_253(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2279,14 +2459,14 @@ out_eq_236(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_237(yt_tensor *const *inputs, void *ctx)
+call_eq_254(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_238(yt_tensor *const *inputs, void *ctx)
+out_eq_255(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2297,14 +2477,14 @@ out_eq_238(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_239(yt_tensor *const *inputs, void *ctx)
+call_eq_256(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_240(yt_tensor *const *inputs, void *ctx)
+out_eq_257(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2315,14 +2495,14 @@ out_eq_240(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_241(yt_tensor *const *inputs, void *ctx)
+call_eq_258(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_242(yt_tensor *const *inputs, void *ctx)
+out_eq_259(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2333,21 +2513,21 @@ out_eq_242(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_eq_243(yt_tensor *const *inputs, void *ctx)
+error_eq_260(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_eq_scalar_244(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_261(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_245(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_262(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2358,14 +2538,14 @@ out_eq_scalar_245(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_246(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_263(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_247(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_264(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2376,14 +2556,14 @@ out_eq_scalar_247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_248(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_265(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_249(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_266(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2394,14 +2574,14 @@ out_eq_scalar_249(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_250(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_267(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_251(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_268(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2412,14 +2592,14 @@ out_eq_scalar_251(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_252(yt_tensor *const *inputs, void *ctx)
+call_lt_269(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_253(yt_tensor *const *inputs, void *ctx)
+out_lt_270(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2430,14 +2610,14 @@ out_lt_253(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_254(yt_tensor *const *inputs, void *ctx)
+call_lt_271(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_255(yt_tensor *const *inputs, void *ctx)
+out_lt_272(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2448,14 +2628,14 @@ out_lt_255(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_256(yt_tensor *const *inputs, void *ctx)
+call_lt_273(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_257(yt_tensor *const *inputs, void *ctx)
+out_lt_274(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2466,14 +2646,14 @@ out_lt_257(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_258(yt_tensor *const *inputs, void *ctx)
+call_lt_275(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_259(yt_tensor *const *inputs, void *ctx)
+out_lt_276(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2484,14 +2664,14 @@ out_lt_259(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_260(yt_tensor *const *inputs, void *ctx)
+call_lt_277(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_261(yt_tensor *const *inputs, void *ctx)
+out_lt_278(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2502,21 +2682,21 @@ out_lt_261(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lt_262(yt_tensor *const *inputs, void *ctx)
+error_lt_279(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_lt_scalar_263(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_280(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_264(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_281(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2527,14 +2707,14 @@ out_lt_scalar_264(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_265(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_282(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_266(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_283(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2545,14 +2725,14 @@ out_lt_scalar_266(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_267(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_284(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_268(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_285(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2563,14 +2743,14 @@ out_lt_scalar_268(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_269(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_286(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_270(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_287(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2581,14 +2761,14 @@ out_lt_scalar_270(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_271(yt_tensor *const *inputs, void *ctx)
+call_gt_288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_272(yt_tensor *const *inputs, void *ctx)
+out_gt_289(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2599,14 +2779,14 @@ out_gt_272(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_273(yt_tensor *const *inputs, void *ctx)
+call_gt_290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_274(yt_tensor *const *inputs, void *ctx)
+out_gt_291(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2617,14 +2797,14 @@ out_gt_274(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_275(yt_tensor *const *inputs, void *ctx)
+call_gt_292(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_276(yt_tensor *const *inputs, void *ctx)
+out_gt_293(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2635,14 +2815,14 @@ out_gt_276(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_277(yt_tensor *const *inputs, void *ctx)
+call_gt_294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_278(yt_tensor *const *inputs, void *ctx)
+out_gt_295(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2653,14 +2833,14 @@ out_gt_278(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_279(yt_tensor *const *inputs, void *ctx)
+call_gt_296(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_280(yt_tensor *const *inputs, void *ctx)
+out_gt_297(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2671,21 +2851,21 @@ out_gt_280(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gt_281(yt_tensor *const *inputs, void *ctx)
+error_gt_298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_gt_scalar_282(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_283(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_300(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2696,14 +2876,14 @@ out_gt_scalar_283(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_284(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_301(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_285(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_302(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2714,14 +2894,14 @@ out_gt_scalar_285(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_286(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_303(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_287(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_304(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2732,14 +2912,14 @@ out_gt_scalar_287(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_288(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_305(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_289(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_306(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2750,14 +2930,14 @@ out_gt_scalar_289(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_290(yt_tensor *const *inputs, void *ctx)
+call_where_307(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_291(yt_tensor *const *inputs, void *ctx)
+out_where_308(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2768,14 +2948,14 @@ out_where_291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_292(yt_tensor *const *inputs, void *ctx)
+call_where_309(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_293(yt_tensor *const *inputs, void *ctx)
+out_where_310(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2786,14 +2966,14 @@ out_where_293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_294(yt_tensor *const *inputs, void *ctx)
+call_where_311(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_295(yt_tensor *const *inputs, void *ctx)
+out_where_312(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2804,49 +2984,49 @@ out_where_295(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_where_296(yt_tensor *const *inputs, void *ctx)
+error_where_313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_where_297(yt_tensor *const *inputs, void *ctx)
+error_where_314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_sum_298(yt_tensor *const *inputs, void *ctx)
+call_sum_315(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_299(yt_tensor *const *inputs, void *ctx)
+call_sum_316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_300(yt_tensor *const *inputs, void *ctx)
+call_sum_317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_301(yt_tensor *const *inputs, void *ctx)
+call_sum_318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_dim_302(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -2854,7 +3034,7 @@ call_sum_dim_302(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_303(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_320(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -2866,7 +3046,7 @@ out_sum_dim_303(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_304(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -2874,7 +3054,7 @@ call_sum_dim_304(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_305(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_322(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -2886,7 +3066,7 @@ out_sum_dim_305(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_306(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {-1};
@@ -2894,7 +3074,7 @@ call_sum_dim_306(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_307(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_324(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {-1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -2906,7 +3086,7 @@ out_sum_dim_307(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_308(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -2914,7 +3094,7 @@ call_sum_dim_308(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_309(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_326(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -2926,7 +3106,7 @@ out_sum_dim_309(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_dim_310(yt_tensor *const *inputs, void *ctx)
+error_sum_dim_327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -2934,35 +3114,35 @@ error_sum_dim_310(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_311(yt_tensor *const *inputs, void *ctx)
+call_mean_328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_312(yt_tensor *const *inputs, void *ctx)
+call_mean_329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_313(yt_tensor *const *inputs, void *ctx)
+call_mean_330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_mean_314(yt_tensor *const *inputs, void *ctx)
+error_mean_331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_315(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -2970,7 +3150,7 @@ call_mean_dim_315(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_316(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_333(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -2982,7 +3162,7 @@ out_mean_dim_316(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_317(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -2990,7 +3170,7 @@ call_mean_dim_317(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_318(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_335(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3002,7 +3182,7 @@ out_mean_dim_318(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_319(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3010,7 +3190,7 @@ error_mean_dim_319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_320(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3018,7 +3198,7 @@ error_mean_dim_320(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_321(yt_tensor *const *inputs, void *ctx)
+call_amax_338(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3026,7 +3206,7 @@ call_amax_321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_322(yt_tensor *const *inputs, void *ctx)
+out_amax_339(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3038,7 +3218,7 @@ out_amax_322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_323(yt_tensor *const *inputs, void *ctx)
+call_amax_340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -3046,7 +3226,7 @@ call_amax_323(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_324(yt_tensor *const *inputs, void *ctx)
+out_amax_341(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3058,14 +3238,14 @@ out_amax_324(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_325(yt_tensor *const *inputs, void *ctx)
+call_amax_342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_326(yt_tensor *const *inputs, void *ctx)
+out_amax_343(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -3076,7 +3256,7 @@ out_amax_326(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_327(yt_tensor *const *inputs, void *ctx)
+error_amax_344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3084,14 +3264,14 @@ error_amax_327(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_328(yt_tensor *const *inputs, void *ctx)
+call_mm_345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_329(yt_tensor *const *inputs, void *ctx)
+out_mm_346(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3102,14 +3282,14 @@ out_mm_329(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_330(yt_tensor *const *inputs, void *ctx)
+call_mm_347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_331(yt_tensor *const *inputs, void *ctx)
+out_mm_348(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3120,14 +3300,14 @@ out_mm_331(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_332(yt_tensor *const *inputs, void *ctx)
+call_mm_349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_333(yt_tensor *const *inputs, void *ctx)
+out_mm_350(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3138,14 +3318,14 @@ out_mm_333(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_334(yt_tensor *const *inputs, void *ctx)
+call_mm_351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_335(yt_tensor *const *inputs, void *ctx)
+out_mm_352(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3156,140 +3336,140 @@ out_mm_335(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_336(yt_tensor *const *inputs, void *ctx)
+error_mm_353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_337(yt_tensor *const *inputs, void *ctx)
+error_mm_354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_338(yt_tensor *const *inputs, void *ctx)
+error_mm_355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_339(yt_tensor *const *inputs, void *ctx)
+error_mm_356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_340(yt_tensor *const *inputs, void *ctx)
+call_matmul_357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_341(yt_tensor *const *inputs, void *ctx)
+call_matmul_358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_342(yt_tensor *const *inputs, void *ctx)
+call_matmul_359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_343(yt_tensor *const *inputs, void *ctx)
+call_matmul_360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_344(yt_tensor *const *inputs, void *ctx)
+call_matmul_361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_345(yt_tensor *const *inputs, void *ctx)
+error_matmul_362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_346(yt_tensor *const *inputs, void *ctx)
+error_matmul_363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_347(yt_tensor *const *inputs, void *ctx)
+error_matmul_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_348(yt_tensor *const *inputs, void *ctx)
+call_t_365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_349(yt_tensor *const *inputs, void *ctx)
+call_t_366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_350(yt_tensor *const *inputs, void *ctx)
+error_t_367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_351(yt_tensor *const *inputs, void *ctx)
+call_transpose_368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_352(yt_tensor *const *inputs, void *ctx)
+call_transpose_369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_353(yt_tensor *const *inputs, void *ctx)
+error_transpose_370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_354(yt_tensor *const *inputs, void *ctx)
+error_transpose_371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_355(yt_tensor *const *inputs, void *ctx)
+call_permute_372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -3297,7 +3477,7 @@ call_permute_355(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_356(yt_tensor *const *inputs, void *ctx)
+error_permute_373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3305,7 +3485,7 @@ error_permute_356(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_357(yt_tensor *const *inputs, void *ctx)
+error_permute_374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3313,7 +3493,7 @@ error_permute_357(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_358(yt_tensor *const *inputs, void *ctx)
+call_view_375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -3321,7 +3501,7 @@ call_view_358(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_359(yt_tensor *const *inputs, void *ctx)
+call_view_376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -3329,7 +3509,7 @@ call_view_359(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_360(yt_tensor *const *inputs, void *ctx)
+call_reshape_377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -3337,7 +3517,7 @@ call_reshape_360(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_361(yt_tensor *const *inputs, void *ctx)
+call_reshape_378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -3345,7 +3525,7 @@ call_reshape_361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_362(yt_tensor *const *inputs, void *ctx)
+call_expand_379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -3353,7 +3533,7 @@ call_expand_362(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_363(yt_tensor *const *inputs, void *ctx)
+call_expand_380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -3361,112 +3541,112 @@ call_expand_363(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_364(yt_tensor *const *inputs, void *ctx)
+call_squeeze_381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_365(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_366(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_367(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_368(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_369(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_386(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_370(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_371(yt_tensor *const *inputs, void *ctx)
+call_slice_388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_372(yt_tensor *const *inputs, void *ctx)
+call_slice_389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_373(yt_tensor *const *inputs, void *ctx)
+error_slice_390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_374(yt_tensor *const *inputs, void *ctx)
+error_slice_391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_375(yt_tensor *const *inputs, void *ctx)
+call_select_392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_376(yt_tensor *const *inputs, void *ctx)
+call_select_393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_377(yt_tensor *const *inputs, void *ctx)
+error_select_394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_378(yt_tensor *const *inputs, void *ctx)
+call_contiguous_395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_379(yt_tensor *const *inputs, void *ctx)
+call_zeros_396(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3475,7 +3655,7 @@ call_zeros_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_380(yt_tensor *const *inputs, void *ctx)
+call_ones_397(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3484,7 +3664,7 @@ call_ones_380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_381(yt_tensor *const *inputs, void *ctx)
+call_full_398(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3493,7 +3673,7 @@ call_full_381(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_382(yt_tensor *const *inputs, void *ctx)
+call_arange_399(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3501,7 +3681,7 @@ call_arange_382(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_383(yt_tensor *const *inputs, void *ctx)
+call_rand_400(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3510,7 +3690,7 @@ call_rand_383(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_384(yt_tensor *const *inputs, void *ctx)
+error_rand_401(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3519,7 +3699,7 @@ error_rand_384(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_385(yt_tensor *const *inputs, void *ctx)
+call_randn_402(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3528,7 +3708,7 @@ call_randn_385(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_386(yt_tensor *const *inputs, void *ctx)
+error_randn_403(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3537,7 +3717,7 @@ error_randn_386(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_387(yt_tensor *const *inputs, void *ctx)
+call_sum_to_404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3545,7 +3725,7 @@ call_sum_to_387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_388(yt_tensor *const *inputs, void *ctx)
+call_sum_to_405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -3557,10 +3737,8 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Tensor",
         .where = "ops.yaml:8 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_add_1,
         .call_inplace = inplace_add_2,
         .call_out = out_add_3,
@@ -3571,10 +3749,8 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Tensor",
         .where = "ops.yaml:8 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_add_4,
         .call_inplace = NULL,
         .call_out = out_add_5,
@@ -3585,10 +3761,8 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Tensor",
         .where = "ops.yaml:8 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_add_6,
         .call_inplace = inplace_add_7,
         .call_out = out_add_8,
@@ -3599,10 +3773,8 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Tensor",
         .where = "ops.yaml:8 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_add_9,
         .call_inplace = NULL,
         .call_out = out_add_10,
@@ -3613,13 +3785,12 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Tensor",
         .where = "ops.yaml:8 sample 4",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_add_11,
-        .call_inplace = NULL,
-        .call_out = out_add_12,
+        .call_inplace = inplace_add_12,
+        .call_out = out_add_13,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3627,12 +3798,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Scalar",
         .where = "ops.yaml:17 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_add_scalar_14,
-        .call_inplace = inplace_add_scalar_15,
-        .call_out = out_add_scalar_16,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_add_scalar_15,
+        .call_inplace = inplace_add_scalar_16,
+        .call_out = out_add_scalar_17,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3640,12 +3809,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Scalar",
         .where = "ops.yaml:17 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_add_scalar_17,
-        .call_inplace = inplace_add_scalar_18,
-        .call_out = out_add_scalar_19,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_add_scalar_18,
+        .call_inplace = inplace_add_scalar_19,
+        .call_out = out_add_scalar_20,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3653,12 +3820,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Scalar",
         .where = "ops.yaml:17 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_add_scalar_20,
-        .call_inplace = inplace_add_scalar_21,
-        .call_out = out_add_scalar_22,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_add_scalar_21,
+        .call_inplace = inplace_add_scalar_22,
+        .call_out = out_add_scalar_23,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3666,12 +3831,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "add.Scalar",
         .where = "ops.yaml:17 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_add_scalar_23,
-        .call_inplace = inplace_add_scalar_24,
-        .call_out = out_add_scalar_25,
+        .call = call_add_scalar_24,
+        .call_inplace = inplace_add_scalar_25,
+        .call_out = out_add_scalar_26,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3679,13 +3843,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Tensor",
         .where = "ops.yaml:25 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_26,
-        .call_inplace = inplace_sub_27,
-        .call_out = out_sub_28,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_27,
+        .call_inplace = inplace_sub_28,
+        .call_out = out_sub_29,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3693,13 +3855,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Tensor",
         .where = "ops.yaml:25 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_29,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_30,
         .call_inplace = NULL,
-        .call_out = out_sub_30,
+        .call_out = out_sub_31,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3707,13 +3867,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Tensor",
         .where = "ops.yaml:25 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_31,
-        .call_inplace = inplace_sub_32,
-        .call_out = out_sub_33,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_32,
+        .call_inplace = inplace_sub_33,
+        .call_out = out_sub_34,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3721,13 +3879,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Tensor",
         .where = "ops.yaml:25 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_34,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_35,
         .call_inplace = NULL,
-        .call_out = out_sub_35,
+        .call_out = out_sub_36,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3735,13 +3891,12 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Tensor",
         .where = "ops.yaml:25 sample 4",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_36,
-        .call_inplace = NULL,
-        .call_out = out_sub_37,
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_37,
+        .call_inplace = inplace_sub_38,
+        .call_out = out_sub_39,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3749,12 +3904,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Scalar",
         .where = "ops.yaml:34 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_scalar_40,
-        .call_inplace = inplace_sub_scalar_41,
-        .call_out = out_sub_scalar_42,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_scalar_42,
+        .call_inplace = inplace_sub_scalar_43,
+        .call_out = out_sub_scalar_44,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3762,12 +3915,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Scalar",
         .where = "ops.yaml:34 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_scalar_43,
-        .call_inplace = inplace_sub_scalar_44,
-        .call_out = out_sub_scalar_45,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_scalar_45,
+        .call_inplace = inplace_sub_scalar_46,
+        .call_out = out_sub_scalar_47,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3775,12 +3926,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Scalar",
         .where = "ops.yaml:34 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sub_scalar_46,
-        .call_inplace = inplace_sub_scalar_47,
-        .call_out = out_sub_scalar_48,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sub_scalar_48,
+        .call_inplace = inplace_sub_scalar_49,
+        .call_out = out_sub_scalar_50,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3788,12 +3937,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "sub.Scalar",
         .where = "ops.yaml:34 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_sub_scalar_49,
-        .call_inplace = inplace_sub_scalar_50,
-        .call_out = out_sub_scalar_51,
+        .call = call_sub_scalar_51,
+        .call_inplace = inplace_sub_scalar_52,
+        .call_out = out_sub_scalar_53,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3801,22 +3949,7 @@ const yt_op_case yt_op_cases[] = {
         .op = "rsub.Scalar",
         .where = "ops.yaml:42 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_rsub_53,
-        .call_inplace = NULL,
-        .call_out = out_rsub_54,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "rsub.Scalar",
-        .where = "ops.yaml:42 sample 1",
-        .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rsub_55,
         .call_inplace = NULL,
         .call_out = out_rsub_56,
@@ -3825,11 +3958,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rsub.Scalar",
-        .where = "ops.yaml:42 sample 2",
+        .where = "ops.yaml:42 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_rsub_57,
         .call_inplace = NULL,
         .call_out = out_rsub_58,
@@ -3838,11 +3969,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rsub.Scalar",
-        .where = "ops.yaml:42 sample 3",
+        .where = "ops.yaml:42 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_rsub_59,
         .call_inplace = NULL,
         .call_out = out_rsub_60,
@@ -3850,16 +3979,26 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "rsub.Scalar",
+        .where = "ops.yaml:42 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_rsub_61,
+        .call_inplace = NULL,
+        .call_out = out_rsub_62,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "mul.Tensor",
         .where = "ops.yaml:50 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mul_62,
-        .call_inplace = inplace_mul_63,
-        .call_out = out_mul_64,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mul_64,
+        .call_inplace = inplace_mul_65,
+        .call_out = out_mul_66,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3867,13 +4006,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "mul.Tensor",
         .where = "ops.yaml:50 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mul_65,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_mul_67,
         .call_inplace = NULL,
-        .call_out = out_mul_66,
+        .call_out = out_mul_68,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3881,13 +4018,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "mul.Tensor",
         .where = "ops.yaml:50 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mul_67,
-        .call_inplace = inplace_mul_68,
-        .call_out = out_mul_69,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_mul_69,
+        .call_inplace = inplace_mul_70,
+        .call_out = out_mul_71,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3895,24 +4030,8 @@ const yt_op_case yt_op_cases[] = {
         .op = "mul.Tensor",
         .where = "ops.yaml:50 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mul_70,
-        .call_inplace = NULL,
-        .call_out = out_mul_71,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "mul.Tensor",
-        .where = "ops.yaml:50 sample 4",
-        .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_mul_72,
         .call_inplace = NULL,
         .call_out = out_mul_73,
@@ -3920,25 +4039,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mul.Scalar",
-        .where = "ops.yaml:59 sample 0",
-        .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mul_scalar_75,
-        .call_inplace = inplace_mul_scalar_76,
-        .call_out = out_mul_scalar_77,
+        .op = "mul.Tensor",
+        .where = "ops.yaml:50 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_mul_74,
+        .call_inplace = inplace_mul_75,
+        .call_out = out_mul_76,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mul.Scalar",
-        .where = "ops.yaml:59 sample 1",
+        .where = "ops.yaml:59 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mul_scalar_78,
         .call_inplace = inplace_mul_scalar_79,
         .call_out = out_mul_scalar_80,
@@ -3947,11 +4064,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mul.Scalar",
-        .where = "ops.yaml:59 sample 2",
+        .where = "ops.yaml:59 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_mul_scalar_81,
         .call_inplace = inplace_mul_scalar_82,
         .call_out = out_mul_scalar_83,
@@ -3960,11 +4075,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mul.Scalar",
-        .where = "ops.yaml:59 sample 3",
+        .where = "ops.yaml:59 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_mul_scalar_84,
         .call_inplace = inplace_mul_scalar_85,
         .call_out = out_mul_scalar_86,
@@ -3972,16 +4085,26 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "mul.Scalar",
+        .where = "ops.yaml:59 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mul_scalar_87,
+        .call_inplace = inplace_mul_scalar_88,
+        .call_out = out_mul_scalar_89,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "div.Tensor",
         .where = "ops.yaml:67 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_87,
-        .call_inplace = inplace_div_88,
-        .call_out = out_div_89,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_90,
+        .call_inplace = inplace_div_91,
+        .call_out = out_div_92,
         .differentiable = true,
         .domain = NULL,
     },
@@ -3989,13 +4112,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Tensor",
         .where = "ops.yaml:67 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_90,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_93,
         .call_inplace = NULL,
-        .call_out = out_div_91,
+        .call_out = out_div_94,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4003,13 +4124,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Tensor",
         .where = "ops.yaml:67 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_92,
-        .call_inplace = inplace_div_93,
-        .call_out = out_div_94,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_95,
+        .call_inplace = inplace_div_96,
+        .call_out = out_div_97,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4017,13 +4136,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Tensor",
         .where = "ops.yaml:67 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_95,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_div_98,
         .call_inplace = NULL,
-        .call_out = out_div_96,
+        .call_out = out_div_99,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4031,13 +4148,12 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Tensor",
         .where = "ops.yaml:67 sample 4",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_97,
-        .call_inplace = NULL,
-        .call_out = out_div_98,
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_100,
+        .call_inplace = inplace_div_101,
+        .call_out = out_div_102,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4045,12 +4161,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Scalar",
         .where = "ops.yaml:77 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_scalar_100,
-        .call_inplace = inplace_div_scalar_101,
-        .call_out = out_div_scalar_102,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_div_scalar_104,
+        .call_inplace = inplace_div_scalar_105,
+        .call_out = out_div_scalar_106,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4058,12 +4172,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Scalar",
         .where = "ops.yaml:77 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_scalar_103,
-        .call_inplace = inplace_div_scalar_104,
-        .call_out = out_div_scalar_105,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_div_scalar_107,
+        .call_inplace = inplace_div_scalar_108,
+        .call_out = out_div_scalar_109,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4071,12 +4183,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Scalar",
         .where = "ops.yaml:77 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_div_scalar_106,
-        .call_inplace = inplace_div_scalar_107,
-        .call_out = out_div_scalar_108,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_div_scalar_110,
+        .call_inplace = inplace_div_scalar_111,
+        .call_out = out_div_scalar_112,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4084,12 +4194,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "div.Scalar",
         .where = "ops.yaml:77 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_div_scalar_109,
-        .call_inplace = inplace_div_scalar_110,
-        .call_out = out_div_scalar_111,
+        .call = call_div_scalar_113,
+        .call_inplace = inplace_div_scalar_114,
+        .call_out = out_div_scalar_115,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4097,12 +4206,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "neg",
         .where = "ops.yaml:86 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_neg_112,
-        .call_inplace = inplace_neg_113,
-        .call_out = out_neg_114,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_neg_116,
+        .call_inplace = inplace_neg_117,
+        .call_out = out_neg_118,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4110,12 +4217,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "neg",
         .where = "ops.yaml:86 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_neg_115,
-        .call_inplace = inplace_neg_116,
-        .call_out = out_neg_117,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_neg_119,
+        .call_inplace = inplace_neg_120,
+        .call_out = out_neg_121,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4123,12 +4228,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "neg",
         .where = "ops.yaml:86 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_neg_118,
-        .call_inplace = inplace_neg_119,
-        .call_out = out_neg_120,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_neg_122,
+        .call_inplace = inplace_neg_123,
+        .call_out = out_neg_124,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4136,12 +4239,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "neg",
         .where = "ops.yaml:86 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_neg_121,
-        .call_inplace = inplace_neg_122,
-        .call_out = out_neg_123,
+        .call = call_neg_125,
+        .call_inplace = inplace_neg_126,
+        .call_out = out_neg_127,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4149,12 +4251,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Scalar",
         .where = "ops.yaml:93 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_125,
-        .call_inplace = inplace_pow_126,
-        .call_out = out_pow_127,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_129,
+        .call_inplace = inplace_pow_130,
+        .call_out = out_pow_131,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4162,12 +4262,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Scalar",
         .where = "ops.yaml:93 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_128,
-        .call_inplace = inplace_pow_129,
-        .call_out = out_pow_130,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_132,
+        .call_inplace = inplace_pow_133,
+        .call_out = out_pow_134,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4175,12 +4273,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Scalar",
         .where = "ops.yaml:93 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_131,
-        .call_inplace = inplace_pow_132,
-        .call_out = out_pow_133,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_135,
+        .call_inplace = inplace_pow_136,
+        .call_out = out_pow_137,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4188,12 +4284,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Scalar",
         .where = "ops.yaml:93 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_pow_134,
-        .call_inplace = inplace_pow_135,
-        .call_out = out_pow_136,
+        .call = call_pow_138,
+        .call_inplace = inplace_pow_139,
+        .call_out = out_pow_140,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4201,13 +4296,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Tensor",
         .where = "ops.yaml:102 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_tensor_tensor_138,
-        .call_inplace = inplace_pow_tensor_tensor_139,
-        .call_out = out_pow_tensor_tensor_140,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_142,
+        .call_inplace = inplace_pow_tensor_tensor_143,
+        .call_out = out_pow_tensor_tensor_144,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4215,13 +4308,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Tensor",
         .where = "ops.yaml:102 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_tensor_tensor_141,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_145,
         .call_inplace = NULL,
-        .call_out = out_pow_tensor_tensor_142,
+        .call_out = out_pow_tensor_tensor_146,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4229,13 +4320,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Tensor",
         .where = "ops.yaml:102 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_tensor_tensor_143,
-        .call_inplace = inplace_pow_tensor_tensor_144,
-        .call_out = out_pow_tensor_tensor_145,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_147,
+        .call_inplace = inplace_pow_tensor_tensor_148,
+        .call_out = out_pow_tensor_tensor_149,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4243,13 +4332,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Tensor",
         .where = "ops.yaml:102 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "exponent", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_tensor_tensor_146,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_150,
         .call_inplace = NULL,
-        .call_out = out_pow_tensor_tensor_147,
+        .call_out = out_pow_tensor_tensor_151,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4257,13 +4344,12 @@ const yt_op_case yt_op_cases[] = {
         .op = "pow.Tensor_Tensor",
         .where = "ops.yaml:102 sample 4",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "exponent", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_pow_tensor_tensor_148,
-        .call_inplace = NULL,
-        .call_out = out_pow_tensor_tensor_149,
+        .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_tensor_tensor_152,
+        .call_inplace = inplace_pow_tensor_tensor_153,
+        .call_out = out_pow_tensor_tensor_154,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4271,12 +4357,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "exp",
         .where = "ops.yaml:114 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_exp_152,
-        .call_inplace = inplace_exp_153,
-        .call_out = out_exp_154,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_157,
+        .call_inplace = inplace_exp_158,
+        .call_out = out_exp_159,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4284,12 +4368,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "exp",
         .where = "ops.yaml:114 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_exp_155,
-        .call_inplace = inplace_exp_156,
-        .call_out = out_exp_157,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_160,
+        .call_inplace = inplace_exp_161,
+        .call_out = out_exp_162,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4297,12 +4379,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "exp",
         .where = "ops.yaml:114 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_exp_158,
-        .call_inplace = inplace_exp_159,
-        .call_out = out_exp_160,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_163,
+        .call_inplace = inplace_exp_164,
+        .call_out = out_exp_165,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4310,12 +4390,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "exp",
         .where = "ops.yaml:114 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_exp_161,
-        .call_inplace = inplace_exp_162,
-        .call_out = out_exp_163,
+        .call = call_exp_166,
+        .call_inplace = inplace_exp_167,
+        .call_out = out_exp_168,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4323,12 +4402,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "log",
         .where = "ops.yaml:122 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_log_164,
-        .call_inplace = inplace_log_165,
-        .call_out = out_log_166,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_169,
+        .call_inplace = inplace_log_170,
+        .call_out = out_log_171,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4336,12 +4413,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "log",
         .where = "ops.yaml:122 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_log_167,
-        .call_inplace = inplace_log_168,
-        .call_out = out_log_169,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_172,
+        .call_inplace = inplace_log_173,
+        .call_out = out_log_174,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4349,12 +4424,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "log",
         .where = "ops.yaml:122 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_log_170,
-        .call_inplace = inplace_log_171,
-        .call_out = out_log_172,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_175,
+        .call_inplace = inplace_log_176,
+        .call_out = out_log_177,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4362,12 +4435,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "log",
         .where = "ops.yaml:122 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_log_173,
-        .call_inplace = inplace_log_174,
-        .call_out = out_log_175,
+        .call = call_log_178,
+        .call_inplace = inplace_log_179,
+        .call_out = out_log_180,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4375,12 +4447,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sqrt",
         .where = "ops.yaml:131 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sqrt_176,
-        .call_inplace = inplace_sqrt_177,
-        .call_out = out_sqrt_178,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_181,
+        .call_inplace = inplace_sqrt_182,
+        .call_out = out_sqrt_183,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4388,12 +4458,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sqrt",
         .where = "ops.yaml:131 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sqrt_179,
-        .call_inplace = inplace_sqrt_180,
-        .call_out = out_sqrt_181,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_184,
+        .call_inplace = inplace_sqrt_185,
+        .call_out = out_sqrt_186,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4401,12 +4469,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sqrt",
         .where = "ops.yaml:131 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sqrt_182,
-        .call_inplace = inplace_sqrt_183,
-        .call_out = out_sqrt_184,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_187,
+        .call_inplace = inplace_sqrt_188,
+        .call_out = out_sqrt_189,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4414,12 +4480,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "sqrt",
         .where = "ops.yaml:131 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_sqrt_185,
-        .call_inplace = inplace_sqrt_186,
-        .call_out = out_sqrt_187,
+        .call = call_sqrt_190,
+        .call_inplace = inplace_sqrt_191,
+        .call_out = out_sqrt_192,
         .differentiable = true,
         .domain = "positive",
     },
@@ -4427,12 +4492,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "relu",
         .where = "ops.yaml:140 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_relu_188,
-        .call_inplace = inplace_relu_189,
-        .call_out = out_relu_190,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_193,
+        .call_inplace = inplace_relu_194,
+        .call_out = out_relu_195,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -4440,12 +4503,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "relu",
         .where = "ops.yaml:140 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_relu_191,
-        .call_inplace = inplace_relu_192,
-        .call_out = out_relu_193,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_196,
+        .call_inplace = inplace_relu_197,
+        .call_out = out_relu_198,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -4453,12 +4514,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "relu",
         .where = "ops.yaml:140 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_relu_194,
-        .call_inplace = inplace_relu_195,
-        .call_out = out_relu_196,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_199,
+        .call_inplace = inplace_relu_200,
+        .call_out = out_relu_201,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -4466,12 +4525,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "relu",
         .where = "ops.yaml:140 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_relu_197,
-        .call_inplace = inplace_relu_198,
-        .call_out = out_relu_199,
+        .call = call_relu_202,
+        .call_inplace = inplace_relu_203,
+        .call_out = out_relu_204,
         .differentiable = true,
         .domain = "nonzero",
     },
@@ -4479,12 +4537,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sigmoid",
         .where = "ops.yaml:148 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sigmoid_201,
-        .call_inplace = inplace_sigmoid_202,
-        .call_out = out_sigmoid_203,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_206,
+        .call_inplace = inplace_sigmoid_207,
+        .call_out = out_sigmoid_208,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4492,12 +4548,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sigmoid",
         .where = "ops.yaml:148 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sigmoid_204,
-        .call_inplace = inplace_sigmoid_205,
-        .call_out = out_sigmoid_206,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_209,
+        .call_inplace = inplace_sigmoid_210,
+        .call_out = out_sigmoid_211,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4505,12 +4559,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "sigmoid",
         .where = "ops.yaml:148 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sigmoid_207,
-        .call_inplace = inplace_sigmoid_208,
-        .call_out = out_sigmoid_209,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_212,
+        .call_inplace = inplace_sigmoid_213,
+        .call_out = out_sigmoid_214,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4518,12 +4570,11 @@ const yt_op_case yt_op_cases[] = {
         .op = "sigmoid",
         .where = "ops.yaml:148 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_sigmoid_210,
-        .call_inplace = inplace_sigmoid_211,
-        .call_out = out_sigmoid_212,
+        .call = call_sigmoid_215,
+        .call_inplace = inplace_sigmoid_216,
+        .call_out = out_sigmoid_217,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4531,12 +4582,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "tanh",
         .where = "ops.yaml:156 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_tanh_213,
-        .call_inplace = inplace_tanh_214,
-        .call_out = out_tanh_215,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_218,
+        .call_inplace = inplace_tanh_219,
+        .call_out = out_tanh_220,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4544,12 +4593,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "tanh",
         .where = "ops.yaml:156 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_tanh_216,
-        .call_inplace = inplace_tanh_217,
-        .call_out = out_tanh_218,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_221,
+        .call_inplace = inplace_tanh_222,
+        .call_out = out_tanh_223,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4557,12 +4604,10 @@ const yt_op_case yt_op_cases[] = {
         .op = "tanh",
         .where = "ops.yaml:156 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_tanh_219,
-        .call_inplace = inplace_tanh_220,
-        .call_out = out_tanh_221,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_224,
+        .call_inplace = inplace_tanh_225,
+        .call_out = out_tanh_226,
         .differentiable = true,
         .domain = NULL,
     },
@@ -4570,486 +4615,467 @@ const yt_op_case yt_op_cases[] = {
         .op = "tanh",
         .where = "ops.yaml:156 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_tanh_222,
-        .call_inplace = inplace_tanh_223,
-        .call_out = out_tanh_224,
+        .call = call_tanh_227,
+        .call_inplace = inplace_tanh_228,
+        .call_out = out_tanh_229,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
+        .op = "softplus",
         .where = "ops.yaml:164 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_clone_225,
-        .call_inplace = NULL,
-        .call_out = out_clone_226,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_230,
+        .call_inplace = inplace_softplus_231,
+        .call_out = out_softplus_232,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
+        .op = "softplus",
         .where = "ops.yaml:164 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_clone_227,
-        .call_inplace = NULL,
-        .call_out = out_clone_228,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_233,
+        .call_inplace = inplace_softplus_234,
+        .call_out = out_softplus_235,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
+        .op = "softplus",
         .where = "ops.yaml:164 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_clone_229,
-        .call_inplace = NULL,
-        .call_out = out_clone_230,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_236,
+        .call_inplace = inplace_softplus_237,
+        .call_out = out_softplus_238,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:164 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softplus_239,
+        .call_inplace = inplace_softplus_240,
+        .call_out = out_softplus_241,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "clone",
-        .where = "ops.yaml:164 sample 3",
+        .where = "ops.yaml:172 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_clone_231,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_242,
         .call_inplace = NULL,
-        .call_out = out_clone_232,
+        .call_out = out_clone_243,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:172 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_244,
+        .call_inplace = NULL,
+        .call_out = out_clone_245,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:172 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_246,
+        .call_inplace = NULL,
+        .call_out = out_clone_247,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:172 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clone_248,
+        .call_inplace = NULL,
+        .call_out = out_clone_249,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:181 sample 0",
+        .where = "ops.yaml:189 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_233,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_250,
         .call_inplace = NULL,
-        .call_out = out_eq_234,
+        .call_out = out_eq_251,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:181 sample 1",
+        .where = "ops.yaml:189 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_235,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_252,
         .call_inplace = NULL,
-        .call_out = out_eq_236,
+        .call_out = out_eq_253,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:181 sample 2",
+        .where = "ops.yaml:189 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_237,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_254,
         .call_inplace = NULL,
-        .call_out = out_eq_238,
+        .call_out = out_eq_255,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:181 sample 3",
+        .where = "ops.yaml:189 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_239,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_256,
         .call_inplace = NULL,
-        .call_out = out_eq_240,
+        .call_out = out_eq_257,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:181 sample 4",
+        .where = "ops.yaml:189 sample 4",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_241,
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_258,
         .call_inplace = NULL,
-        .call_out = out_eq_242,
+        .call_out = out_eq_259,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:191 sample 0",
+        .where = "ops.yaml:199 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_scalar_244,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_261,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_245,
+        .call_out = out_eq_scalar_262,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:191 sample 1",
+        .where = "ops.yaml:199 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_scalar_246,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_263,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_247,
+        .call_out = out_eq_scalar_264,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:191 sample 2",
+        .where = "ops.yaml:199 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_eq_scalar_248,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_265,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_249,
+        .call_out = out_eq_scalar_266,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:191 sample 3",
+        .where = "ops.yaml:199 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_eq_scalar_250,
+        .call = call_eq_scalar_267,
         .call_inplace = NULL,
-        .call_out = out_eq_scalar_251,
+        .call_out = out_eq_scalar_268,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:200 sample 0",
+        .where = "ops.yaml:208 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_252,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_269,
         .call_inplace = NULL,
-        .call_out = out_lt_253,
+        .call_out = out_lt_270,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:200 sample 1",
+        .where = "ops.yaml:208 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_254,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_271,
         .call_inplace = NULL,
-        .call_out = out_lt_255,
+        .call_out = out_lt_272,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:200 sample 2",
+        .where = "ops.yaml:208 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_256,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_273,
         .call_inplace = NULL,
-        .call_out = out_lt_257,
+        .call_out = out_lt_274,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:200 sample 3",
+        .where = "ops.yaml:208 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_258,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_275,
         .call_inplace = NULL,
-        .call_out = out_lt_259,
+        .call_out = out_lt_276,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:200 sample 4",
+        .where = "ops.yaml:208 sample 4",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_260,
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_277,
         .call_inplace = NULL,
-        .call_out = out_lt_261,
+        .call_out = out_lt_278,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:210 sample 0",
+        .where = "ops.yaml:218 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_scalar_263,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_280,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_264,
+        .call_out = out_lt_scalar_281,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:210 sample 1",
+        .where = "ops.yaml:218 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_scalar_265,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_282,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_266,
+        .call_out = out_lt_scalar_283,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:210 sample 2",
+        .where = "ops.yaml:218 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_lt_scalar_267,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_284,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_268,
+        .call_out = out_lt_scalar_285,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:210 sample 3",
+        .where = "ops.yaml:218 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_lt_scalar_269,
+        .call = call_lt_scalar_286,
         .call_inplace = NULL,
-        .call_out = out_lt_scalar_270,
+        .call_out = out_lt_scalar_287,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:219 sample 0",
+        .where = "ops.yaml:227 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_271,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_288,
         .call_inplace = NULL,
-        .call_out = out_gt_272,
+        .call_out = out_gt_289,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:219 sample 1",
+        .where = "ops.yaml:227 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_273,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_290,
         .call_inplace = NULL,
-        .call_out = out_gt_274,
+        .call_out = out_gt_291,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:219 sample 2",
+        .where = "ops.yaml:227 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_275,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_292,
         .call_inplace = NULL,
-        .call_out = out_gt_276,
+        .call_out = out_gt_293,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:219 sample 3",
+        .where = "ops.yaml:227 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_277,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_294,
         .call_inplace = NULL,
-        .call_out = out_gt_278,
+        .call_out = out_gt_295,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:219 sample 4",
+        .where = "ops.yaml:227 sample 4",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_279,
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_296,
         .call_inplace = NULL,
-        .call_out = out_gt_280,
+        .call_out = out_gt_297,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:229 sample 0",
+        .where = "ops.yaml:237 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_scalar_282,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_299,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_283,
+        .call_out = out_gt_scalar_300,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:229 sample 1",
+        .where = "ops.yaml:237 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_scalar_284,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_301,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_285,
+        .call_out = out_gt_scalar_302,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:229 sample 2",
+        .where = "ops.yaml:237 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_gt_scalar_286,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_303,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_287,
+        .call_out = out_gt_scalar_304,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:229 sample 3",
+        .where = "ops.yaml:237 sample 3",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_gt_scalar_288,
+        .call = call_gt_scalar_305,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_289,
+        .call_out = out_gt_scalar_306,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:246 sample 0",
+        .where = "ops.yaml:254 sample 0",
         .n_inputs = 3,
-        .inputs = {
-            {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_where_290,
+        .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_where_307,
         .call_inplace = NULL,
-        .call_out = out_where_291,
+        .call_out = out_where_308,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:246 sample 1",
+        .where = "ops.yaml:254 sample 1",
         .n_inputs = 3,
-        .inputs = {
-            {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_where_292,
+        .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_where_309,
         .call_inplace = NULL,
-        .call_out = out_where_293,
+        .call_out = out_where_310,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:246 sample 2",
+        .where = "ops.yaml:254 sample 2",
         .n_inputs = 3,
-        .inputs = {
-            {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_where_294,
+        .inputs[0] = {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_where_311,
         .call_inplace = NULL,
-        .call_out = out_where_295,
+        .call_out = out_where_312,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum",
-        .where = "ops.yaml:261 sample 0",
+        .where = "ops.yaml:269 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_298,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_315,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5057,12 +5083,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:261 sample 1",
+        .where = "ops.yaml:269 sample 1",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_sum_299,
+        .call = call_sum_316,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5070,12 +5095,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:261 sample 2",
+        .where = "ops.yaml:269 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_300,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_317,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5083,12 +5106,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:261 sample 3",
+        .where = "ops.yaml:269 sample 3",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_301,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_318,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5096,64 +5117,55 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:276 sample 0",
+        .where = "ops.yaml:284 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_dim_302,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_319,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_303,
+        .call_out = out_sum_dim_320,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:276 sample 1",
+        .where = "ops.yaml:284 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_dim_304,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_321,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_305,
+        .call_out = out_sum_dim_322,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:276 sample 2",
+        .where = "ops.yaml:284 sample 2",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_sum_dim_306,
+        .call = call_sum_dim_323,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_307,
+        .call_out = out_sum_dim_324,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:276 sample 3",
+        .where = "ops.yaml:284 sample 3",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_dim_308,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_325,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_309,
+        .call_out = out_sum_dim_326,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean",
-        .where = "ops.yaml:290 sample 0",
+        .where = "ops.yaml:298 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mean_311,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_328,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5161,12 +5173,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:290 sample 1",
+        .where = "ops.yaml:298 sample 1",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_mean_312,
+        .call = call_mean_329,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5174,12 +5185,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:290 sample 2",
+        .where = "ops.yaml:298 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mean_313,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_330,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5187,134 +5196,116 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:304 sample 0",
+        .where = "ops.yaml:312 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mean_dim_315,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_dim_332,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_316,
+        .call_out = out_mean_dim_333,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:304 sample 1",
+        .where = "ops.yaml:312 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mean_dim_317,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mean_dim_334,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_318,
+        .call_out = out_mean_dim_335,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:316 sample 0",
+        .where = "ops.yaml:324 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_amax_321,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_338,
         .call_inplace = NULL,
-        .call_out = out_amax_322,
+        .call_out = out_amax_339,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:316 sample 1",
+        .where = "ops.yaml:324 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_amax_323,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_340,
         .call_inplace = NULL,
-        .call_out = out_amax_324,
+        .call_out = out_amax_341,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:316 sample 2",
+        .where = "ops.yaml:324 sample 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_amax_325,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amax_342,
         .call_inplace = NULL,
-        .call_out = out_amax_326,
+        .call_out = out_amax_343,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:338 sample 0",
+        .where = "ops.yaml:346 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mm_328,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_345,
         .call_inplace = NULL,
-        .call_out = out_mm_329,
+        .call_out = out_mm_346,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:338 sample 1",
+        .where = "ops.yaml:346 sample 1",
         .n_inputs = 2,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_mm_330,
+        .call = call_mm_347,
         .call_inplace = NULL,
-        .call_out = out_mm_331,
+        .call_out = out_mm_348,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:338 sample 2",
+        .where = "ops.yaml:346 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mm_332,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_349,
         .call_inplace = NULL,
-        .call_out = out_mm_333,
+        .call_out = out_mm_350,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:338 sample 3",
+        .where = "ops.yaml:346 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_mm_334,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_351,
         .call_inplace = NULL,
-        .call_out = out_mm_335,
+        .call_out = out_mm_352,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:356 sample 0",
+        .where = "ops.yaml:364 sample 0",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_matmul_340,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_357,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5322,13 +5313,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:356 sample 1",
+        .where = "ops.yaml:364 sample 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_matmul_341,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_358,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5336,13 +5325,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:356 sample 2",
+        .where = "ops.yaml:364 sample 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_matmul_342,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_359,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5350,13 +5337,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:356 sample 3",
+        .where = "ops.yaml:364 sample 3",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_matmul_343,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_360,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5364,13 +5349,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:356 sample 4",
+        .where = "ops.yaml:364 sample 4",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_matmul_344,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_361,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5378,12 +5361,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:374 sample 0",
+        .where = "ops.yaml:382 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_t_348,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_t_365,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5391,12 +5372,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:374 sample 1",
+        .where = "ops.yaml:382 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_t_349,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_t_366,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5404,12 +5383,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:385 sample 0",
+        .where = "ops.yaml:393 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_transpose_351,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_transpose_368,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5417,12 +5394,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:385 sample 1",
+        .where = "ops.yaml:393 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_transpose_352,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_transpose_369,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5430,12 +5405,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:399 sample 0",
+        .where = "ops.yaml:407 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_permute_355,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_permute_372,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5443,12 +5416,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:408 sample 0",
+        .where = "ops.yaml:416 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_view_358,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_view_375,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5456,12 +5427,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:408 sample 1",
+        .where = "ops.yaml:416 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_view_359,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_view_376,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5469,12 +5438,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:418 sample 0",
+        .where = "ops.yaml:426 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_reshape_360,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_reshape_377,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5482,12 +5449,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:418 sample 1",
+        .where = "ops.yaml:426 sample 1",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_reshape_361,
+        .call = call_reshape_378,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5495,12 +5461,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:428 sample 0",
+        .where = "ops.yaml:436 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_expand_362,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_expand_379,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5508,12 +5472,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:428 sample 1",
+        .where = "ops.yaml:436 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_expand_363,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_expand_380,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5521,12 +5483,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:438 sample 0",
+        .where = "ops.yaml:446 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_squeeze_364,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_squeeze_381,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5534,12 +5494,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:448 sample 0",
+        .where = "ops.yaml:456 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_squeeze_dim_365,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_squeeze_dim_382,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5547,12 +5505,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:448 sample 1",
+        .where = "ops.yaml:456 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_squeeze_dim_366,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_squeeze_dim_383,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5560,12 +5516,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:459 sample 0",
+        .where = "ops.yaml:467 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_unsqueeze_368,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_unsqueeze_385,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5573,12 +5527,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:459 sample 1",
+        .where = "ops.yaml:467 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_unsqueeze_369,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_unsqueeze_386,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5586,12 +5538,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:473 sample 0",
+        .where = "ops.yaml:481 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_slice_371,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_slice_388,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5599,12 +5549,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:473 sample 1",
+        .where = "ops.yaml:481 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_slice_372,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_slice_389,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5612,12 +5560,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:484 sample 0",
+        .where = "ops.yaml:492 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_select_375,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_select_392,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5625,12 +5571,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:484 sample 1",
+        .where = "ops.yaml:492 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_select_376,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_select_393,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5638,12 +5582,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:494 sample 0",
+        .where = "ops.yaml:502 sample 0",
         .n_inputs = 1,
-        .inputs = {
+        .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        },
-        .call = call_contiguous_378,
+        .call = call_contiguous_395,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5651,11 +5594,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:499 sample 0",
+        .where = "ops.yaml:507 sample 0",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = call_zeros_379,
+        .call = call_zeros_396,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5663,11 +5604,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:507 sample 0",
+        .where = "ops.yaml:515 sample 0",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = call_ones_380,
+        .call = call_ones_397,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5675,11 +5614,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:515 sample 0",
+        .where = "ops.yaml:523 sample 0",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = call_full_381,
+        .call = call_full_398,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5687,11 +5624,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:530 sample 0",
+        .where = "ops.yaml:538 sample 0",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = call_arange_382,
+        .call = call_arange_399,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5699,11 +5634,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:538 sample 0",
+        .where = "ops.yaml:546 sample 0",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = call_rand_383,
+        .call = call_rand_400,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5711,11 +5644,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:549 sample 0",
+        .where = "ops.yaml:557 sample 0",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = call_randn_385,
+        .call = call_randn_402,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5723,12 +5654,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:568 sample 0",
+        .where = "ops.yaml:576 sample 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_to_387,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_404,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5736,12 +5665,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:568 sample 1",
+        .where = "ops.yaml:576 sample 1",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = call_sum_to_388,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_405,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5755,11 +5682,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "add.Tensor",
         .what = "ops.yaml:8: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_add_13,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_add_14,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "add: ",
     },
@@ -5767,11 +5692,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "sub.Tensor",
         .what = "ops.yaml:25: dtype of self",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_sub_38,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_sub_40,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sub: ",
     },
@@ -5779,11 +5702,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "sub.Tensor",
         .what = "ops.yaml:25: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_sub_39,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_sub_41,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "sub: ",
     },
@@ -5791,10 +5712,8 @@ const yt_error_case yt_error_cases[] = {
         .op = "sub.Scalar",
         .what = "ops.yaml:34: dtype of self",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-        },
-        .call = error_sub_scalar_52,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sub_scalar_54,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sub: ",
     },
@@ -5802,10 +5721,8 @@ const yt_error_case yt_error_cases[] = {
         .op = "rsub.Scalar",
         .what = "ops.yaml:42: dtype of self",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-        },
-        .call = error_rsub_61,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_rsub_63,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rsub: ",
     },
@@ -5813,11 +5730,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "mul.Tensor",
         .what = "ops.yaml:50: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_mul_74,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_mul_77,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "mul: ",
     },
@@ -5825,11 +5740,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "div.Tensor",
         .what = "ops.yaml:67: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_div_99,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_div_103,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "div: ",
     },
@@ -5837,10 +5750,8 @@ const yt_error_case yt_error_cases[] = {
         .op = "neg",
         .what = "ops.yaml:86: dtype of self",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-        },
-        .call = error_neg_124,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_neg_128,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "neg: ",
     },
@@ -5848,10 +5759,8 @@ const yt_error_case yt_error_cases[] = {
         .op = "pow.Tensor_Scalar",
         .what = "ops.yaml:93: dtype of self",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-        },
-        .call = error_pow_137,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_pow_141,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "pow: ",
     },
@@ -5859,11 +5768,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "pow.Tensor_Tensor",
         .what = "ops.yaml:102: dtype of self",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_pow_tensor_tensor_150,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_pow_tensor_tensor_155,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "pow: ",
     },
@@ -5871,11 +5778,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "pow.Tensor_Tensor",
         .what = "ops.yaml:102: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "exponent", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_pow_tensor_tensor_151,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_pow_tensor_tensor_156,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "pow: ",
     },
@@ -5883,341 +5788,281 @@ const yt_error_case yt_error_cases[] = {
         .op = "relu",
         .what = "ops.yaml:140: dtype of self",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-        },
-        .call = error_relu_200,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_relu_205,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "relu: ",
     },
     {
         .op = "eq.Tensor",
-        .what = "ops.yaml:181: broadcast",
+        .what = "ops.yaml:189: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_eq_243,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_eq_260,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "eq: ",
     },
     {
         .op = "lt.Tensor",
-        .what = "ops.yaml:200: broadcast",
+        .what = "ops.yaml:208: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_lt_262,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_lt_279,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lt: ",
     },
     {
         .op = "gt.Tensor",
-        .what = "ops.yaml:219: broadcast",
+        .what = "ops.yaml:227: broadcast",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_gt_281,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_gt_298,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "gt: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:238: dtype of condition",
+        .what = "ops.yaml:246: dtype of condition",
         .n_inputs = 3,
-        .inputs = {
-            {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .transpose = false},
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_where_296,
+        .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_where_313,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:238: broadcast",
+        .what = "ops.yaml:246: broadcast",
         .n_inputs = 3,
-        .inputs = {
-            {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_where_297,
+        .inputs[0] = {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_where_314,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "sum.dim",
-        .what = "ops.yaml:267: dim out of range",
+        .what = "ops.yaml:275: dim out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_sum_dim_310,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_sum_dim_327,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "sum: ",
     },
     {
         .op = "mean",
-        .what = "ops.yaml:282: dtype of self",
+        .what = "ops.yaml:290: dtype of self",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-        },
-        .call = error_mean_314,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_mean_331,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:295: dtype of self",
+        .what = "ops.yaml:303: dtype of self",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-        },
-        .call = error_mean_dim_319,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_mean_dim_336,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:295: dim out of range",
+        .what = "ops.yaml:303: dim out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_mean_dim_320,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mean_dim_337,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "amax",
-        .what = "ops.yaml:308: dim out of range",
+        .what = "ops.yaml:316: dim out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_amax_327,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_amax_344,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:329: self.dim == 2",
+        .what = "ops.yaml:337: self.dim == 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_mm_336,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_353,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:331: mat2.dim == 2",
+        .what = "ops.yaml:339: mat2.dim == 2",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_mm_337,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_354,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:333: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:341: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_mm_338,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_355,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:323: dtype of self",
+        .what = "ops.yaml:331: dtype of self",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_mm_339,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_356,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:350: self.dim >= 1",
+        .what = "ops.yaml:358: self.dim >= 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_matmul_345,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_matmul_362,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:352: other.dim >= 1",
+        .what = "ops.yaml:360: other.dim >= 1",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .transpose = false},
-            {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_matmul_346,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_matmul_363,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:344: dtype of self",
+        .what = "ops.yaml:352: dtype of self",
         .n_inputs = 2,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .transpose = false},
-            {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_matmul_347,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_matmul_364,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:370: self.dim <= 2",
+        .what = "ops.yaml:378: self.dim <= 2",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_t_350,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_t_367,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:378: dim0 out of range",
+        .what = "ops.yaml:386: dim0 out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_transpose_353,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_transpose_370,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:378: dim1 out of range",
+        .what = "ops.yaml:386: dim1 out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_transpose_354,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_transpose_371,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:395: len(dims) == self.dim",
+        .what = "ops.yaml:403: len(dims) == self.dim",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_permute_356,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_permute_373,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:389: dims out of range",
+        .what = "ops.yaml:397: dims out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_permute_357,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_permute_374,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:441: dim out of range",
+        .what = "ops.yaml:449: dim out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_squeeze_dim_367,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_squeeze_dim_384,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:452: dim out of range",
+        .what = "ops.yaml:460: dim out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_unsqueeze_370,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_unsqueeze_387,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:469: step > 0",
+        .what = "ops.yaml:477: step > 0",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_slice_373,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_slice_390,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:463: dim out of range",
+        .what = "ops.yaml:471: dim out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_slice_374,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_slice_391,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:477: dim out of range",
+        .what = "ops.yaml:485: dim out of range",
         .n_inputs = 1,
-        .inputs = {
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = false},
-        },
-        .call = error_select_377,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_select_394,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:543: is_floating(result_dtype)",
+        .what = "ops.yaml:551: is_floating(result_dtype)",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = error_rand_384,
+        .call = error_rand_401,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:554: is_floating(result_dtype)",
+        .what = "ops.yaml:562: is_floating(result_dtype)",
         .n_inputs = 0,
-        .inputs = {
-        },
-        .call = error_randn_386,
+        .call = error_randn_403,
         .expect = 0,
         .expect_prefix = "randn: ",
     },

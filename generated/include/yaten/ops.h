@@ -106,7 +106,8 @@ YT_API yt_status yt_add_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar ot
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_add_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar alpha);
+YT_API yt_status yt_add_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other,
+                                      yt_scalar alpha);
 
 /* ---- sub.Tensor (ops.yaml:25) */
 
@@ -196,7 +197,8 @@ YT_API yt_status yt_sub_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar ot
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other, yt_scalar alpha);
+YT_API yt_status yt_sub_scalar_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar other,
+                                      yt_scalar alpha);
 
 /* ---- rsub.Scalar (ops.yaml:42) */
 
@@ -499,7 +501,29 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- clone (ops.yaml:164) */
+/* ---- softplus (ops.yaml:164) */
+
+/* softplus(Tensor self) -> Tensor
+ * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softplus(yt_tensor *self);
+
+/* softplus(Tensor self) -> Tensor
+ * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_(yt_tensor *self);
+
+/* softplus(Tensor self) -> Tensor
+ * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- clone (ops.yaml:172) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -514,7 +538,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:171) */
+/* ---- to.dtype (ops.yaml:179) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -522,7 +546,7 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- eq.Tensor (ops.yaml:181) */
+/* ---- eq.Tensor (ops.yaml:189) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -537,7 +561,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:191) */
+/* ---- eq.Scalar (ops.yaml:199) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -552,7 +576,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:200) */
+/* ---- lt.Tensor (ops.yaml:208) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -567,7 +591,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:210) */
+/* ---- lt.Scalar (ops.yaml:218) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -582,7 +606,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:219) */
+/* ---- gt.Tensor (ops.yaml:227) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -597,7 +621,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:229) */
+/* ---- gt.Scalar (ops.yaml:237) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -612,7 +636,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:238) */
+/* ---- where (ops.yaml:246) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -625,9 +649,10 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other);
+YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
+                              yt_tensor *other);
 
-/* ---- sum (ops.yaml:253) */
+/* ---- sum (ops.yaml:261) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -642,7 +667,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:267) */
+/* ---- sum.dim (ops.yaml:275) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -655,7 +680,8 @@ YT_API yt_tensor *yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len);
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+YT_API yt_tensor *yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
+                                yt_dtype dtype);
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -670,9 +696,10 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
+                                   bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:282) */
+/* ---- mean (ops.yaml:290) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -687,7 +714,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:295) */
+/* ---- mean.dim (ops.yaml:303) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -700,7 +727,8 @@ YT_API yt_tensor *yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len);
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+YT_API yt_tensor *yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
+                                 yt_dtype dtype);
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -715,25 +743,29 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype);
+YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
+                                    int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:308) */
+/* ---- amax (ops.yaml:316) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.
+ * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
  * Uses the defaults dim=[], keepdim=False; yt_amax_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_amax(yt_tensor *self);
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.
+ * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.
+ * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
  * Uses the defaults dim=[], keepdim=False; yt_amax_ex_out() takes every argument.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
@@ -741,28 +773,32 @@ YT_API yt_tensor *yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, b
 YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.
+ * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
+                                bool keepdim);
 
-/* ---- mm (ops.yaml:323) */
+/* ---- mm (ops.yaml:331) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.
+ * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
+ * copied.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.
+ * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
+ * copied.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:344) */
+/* ---- matmul (ops.yaml:352) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched).
@@ -770,7 +806,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- t (ops.yaml:365) */
+/* ---- t (ops.yaml:373) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -778,7 +814,7 @@ YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:378) */
+/* ---- transpose (ops.yaml:386) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -786,23 +822,25 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:389) */
+/* ---- permute (ops.yaml:397) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of `self`.
+ * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
+ * `self`.
  * Returns: a view sharing self's storage (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:402) */
+/* ---- view (ops.yaml:410) */
 
 /* view(Tensor self, int[] size) -> Tensor
- * A view with a new shape of the same number of elements (one size may be -1); fails when the strides do not allow it.
+ * A view with a new shape of the same number of elements (one size may be -1); fails when the
+ * strides do not allow it.
  * Returns: a view sharing self's storage (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:412) */
+/* ---- reshape (ops.yaml:420) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -810,7 +848,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:422) */
+/* ---- expand (ops.yaml:430) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -818,7 +856,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:432) */
+/* ---- squeeze (ops.yaml:440) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -826,7 +864,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:441) */
+/* ---- squeeze.dim (ops.yaml:449) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -834,7 +872,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:452) */
+/* ---- unsqueeze (ops.yaml:460) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -842,22 +880,25 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:463) */
+/* ---- slice (ops.yaml:471) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-range bounds are clamped).
+ * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
+ * range bounds are clamped).
  * Uses the defaults dim=0, start=None, end=None, step=1; yt_slice_ex() takes every argument.
  * Returns: a view sharing self's storage (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_slice(yt_tensor *self);
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-range bounds are clamped).
+ * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
+ * range bounds are clamped).
  * Returns: a view sharing self's storage (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step);
+YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
+                              int64_t step);
 
-/* ---- select (ops.yaml:477) */
+/* ---- select (ops.yaml:485) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -865,7 +906,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:488) */
+/* ---- contiguous (ops.yaml:496) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -873,7 +914,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:499) */
+/* ---- zeros (ops.yaml:507) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -888,7 +929,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:507) */
+/* ---- ones (ops.yaml:515) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -903,7 +944,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:515) */
+/* ---- full (ops.yaml:523) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -916,9 +957,10 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
+                             yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:523) */
+/* ---- zeros_like (ops.yaml:531) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -926,7 +968,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:530) */
+/* ---- arange (ops.yaml:538) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -939,9 +981,10 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
+                               yt_device device);
 
-/* ---- rand (ops.yaml:538) */
+/* ---- rand (ops.yaml:546) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -956,7 +999,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:549) */
+/* ---- randn (ops.yaml:557) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -971,7 +1014,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:562) */
+/* ---- sum_to (ops.yaml:570) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -979,31 +1022,34 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:572) */
+/* ---- sum_backward (ops.yaml:580) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim, int dim_len, bool keepdim);
+YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
+                                  const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:579) */
+/* ---- mean_backward (ops.yaml:587) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim, int dim_len, bool keepdim);
+YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
+                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:586) */
+/* ---- amax_backward (ops.yaml:594) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim, int dim_len, bool keepdim);
+YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
+                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:593) */
+/* ---- permute_backward (ops.yaml:601) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1011,7 +1057,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:600) */
+/* ---- pow_backward (ops.yaml:608) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1019,7 +1065,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:607) */
+/* ---- pow_backward_self (ops.yaml:615) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1027,29 +1073,33 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:614) */
+/* ---- pow_backward_exponent (ops.yaml:622) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output);
+YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
+                                           yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:621) */
+/* ---- slice_backward (ops.yaml:629) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t start, int64_t end, int64_t step);
+YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes,
+                                    int input_sizes_len, int64_t dim, int64_t start, int64_t end,
+                                    int64_t step);
 
-/* ---- select_backward (ops.yaml:629) */
+/* ---- select_backward (ops.yaml:637) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len, int64_t dim, int64_t index);
+YT_API yt_tensor *yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes,
+                                     int input_sizes_len, int64_t dim, int64_t index);
 
 /* ---- the operator registry (for tools: `yaten ops`) */
 

@@ -1,0 +1,132 @@
+"""ops.yaml `pointwise:` expressions -> the C value of one element, per dtype; and the loops
+generated around it."""
+
+import pytest
+from helpers import registry, spec_error
+
+from lower import OpLowering
+from parse import parse_ops
+from pointwise import PointwiseExpr
+
+
+def pointwise_op(expr: str, schema: str = "f(Tensor self) -> Tensor", extra: str = ""):
+    """An op whose `pointwise:` expression is on ops.yaml line 4."""
+    text = (f"- func: {schema}\n  family: pointwise\n  dtypes: all\n  pointwise: \"{expr}\"\n  doc: x.\n"
+            + extra)
+    return parse_ops(text, "ops.yaml")[0]
+
+
+ADD = "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+BROADCAST = "  broadcast: [self, other]\n"
+
+
+def render(expr: str, dtype: str, schema: str = "f(Tensor self) -> Tensor", extra: str = "") -> str:
+    return PointwiseExpr(pointwise_op(expr, schema, extra)).render(dtype)
+
+
+@pytest.mark.parametrize("dtype, c", [
+    ("f32", "self + (alpha * other)"),
+    ("f64", "self + (alpha * other)"),
+    ("i64", "self + (alpha * other)"),
+    ("bool", "self || (alpha && other)"),  # bool arithmetic is logic, as in PyTorch
+])
+def test_arithmetic(dtype, c):
+    assert render("self + alpha * other", dtype, ADD, BROADCAST) == c
+
+
+@pytest.mark.parametrize("dtype, c", [
+    ("f32", "(float)1 / ((float)1 + expf(-self))"),  # float functions for float (and f16/bf16) loops
+    ("f16", "(float)1 / ((float)1 + expf(-self))"),
+    ("f64", "(double)1 / ((double)1 + exp(-self))"),
+])
+def test_constants_take_the_compute_type_and_functions_its_precision(dtype, c):
+    assert render("1 / (1 + exp(-self))", dtype) == c
+
+
+@pytest.mark.parametrize("expr, dtype, c", [
+    ("0 if self < 0 else self", "i32", "(self < (int32_t)0) ? (int32_t)0 : self"),
+    ("0 if self < 0 else self", "u8", "(self < (int32_t)0) ? (int32_t)0 : self"),  # u8 computes signed
+    ("self if condition else other", "f32", "condition ? self : other"),
+    ("self == other", "f64", "self == other"),
+    ("not self", "bool", "!self"),
+    ("pow(self, 2.5)", "f32", "powf(self, (float)2.5)"),
+    ("fabs(self)", "f64", "fabs(self)"),
+    ("(self)", "i8", "self"),
+])
+def test_selection_comparison_and_calls(expr, dtype, c):
+    schema = "f(Tensor condition, Tensor self, Tensor other) -> Tensor"
+    assert render(expr, dtype, schema, "  broadcast: [condition, self, other]\n") == c
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("self +", "pointwise expression: syntax error: invalid syntax"),
+    ("self * x", "pointwise expression 'self * x': 'x' is not a Tensor or Scalar argument"),
+    ("self ** 2", "pointwise expression 'self ** 2': unsupported operator Pow"),
+    ("self // 2", "pointwise expression 'self // 2': unsupported operator FloorDiv"),
+    ("0 < self < 1", "pointwise expression '0 < self < 1': only single comparisons are supported"),
+    ("erf(self)", "pointwise expression 'erf(self)': unknown function; known: exp, log, sqrt, tanh, pow, fabs"),
+    ("exp(self, 2)", "pointwise expression 'exp(self, 2)': exp takes 1 argument(s)"),
+    ("self.real", "pointwise expression 'self.real': unsupported syntax 'self.real'"),
+    ("~self", "pointwise expression '~self': unsupported syntax '~self'"),
+    ("self and self", "pointwise expression 'self and self': unsupported syntax 'self and self'"),
+    ("self * True", "pointwise expression 'self * True': unsupported constant True"),
+    ("self[0]", "pointwise expression 'self[0]': unsupported syntax 'self[0]'"),
+])
+def test_rejected_syntax_is_reported_at_the_pointwise_line(expr, message):
+    assert spec_error(PointwiseExpr, pointwise_op(expr)) == f"ops.yaml:4: f: {message}"
+
+
+def test_an_int_argument_is_not_an_operand():
+    op = pointwise_op("self * n", "f(Tensor self, int n) -> Tensor")
+    assert spec_error(PointwiseExpr, op) == \
+        "ops.yaml:4: f: pointwise expression 'self * n': 'n' is not a Tensor or Scalar argument"
+
+
+@pytest.mark.parametrize("expr, dtype, message", [
+    ("exp(self)", "i64", "exp() has no i64 form (declare result_dtype: floating)"),
+    ("self * 0.5", "i32", "float constant in an integer loop (i32)"),
+    ("self * 0.5", "bool", "float constant in an integer loop (bool)"),
+])
+def test_expressions_without_an_integer_form(expr, dtype, message):
+    e = PointwiseExpr(pointwise_op(expr))
+    assert spec_error(e.render, dtype) == f"ops.yaml:4: f: pointwise expression '{expr}': {message}"
+
+
+# ---------------------------------------------------------------- the loops around the expression
+
+def kernel(expr: str, extra: str = "", schema: str = "f(Tensor self) -> Tensor"):
+    op = pointwise_op(expr, schema, extra)
+    return OpLowering(op, registry([op])).pointwise_kernel()
+
+
+def test_one_loop_per_dtype_of_the_set():
+    k = kernel("self")
+    assert [loop["dtype"] for loop in k["loops"]] == ["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16",
+                                                      "f32", "f64"]
+    assert k["loops"][-1]["fn"] == "f_loop_f64"
+
+
+def test_a_floating_result_has_floating_loops_only_with_half_types_computed_in_float():
+    k = kernel("exp(self)", "  result_dtype: floating\n")
+    assert [loop["dtype"] for loop in k["loops"]] == ["f16", "bf16", "f32", "f64"]
+    f16 = k["loops"][0]
+    assert (f16["compute"], f16["out_storage"], f16["store"]) == ("float", "uint16_t", "yt__f32_to_f16(value)")
+    assert f16["operands"][0]["load"] == "yt__f16_to_f32({})"
+    assert f16["value"] == "expf(self)"
+
+
+def test_a_bool_result_stores_bools():
+    k = kernel("self < other", "  broadcast: [self, other]\n  promote: [self, other]\n  result_dtype: bool\n",
+               "lt(Tensor self, Tensor other) -> Tensor")
+    f32 = [loop for loop in k["loops"] if loop["dtype"] == "f32"][0]
+    assert (f32["out_storage"], f32["store"], f32["value"]) == ("bool", "(bool)(value)", "self < other")
+    assert f32["contig_cond"] == "strides[0] == sizeof(bool) && strides[1] == sizeof(float) && " \
+                                 "strides[2] == sizeof(float)"
+
+
+def test_scalars_are_converted_once_per_loop():
+    k = kernel("self + alpha * other", BROADCAST + "  promote: [self, other, alpha]\n", ADD)
+    i64 = [loop for loop in k["loops"] if loop["dtype"] == "i64"][0]
+    f32 = [loop for loop in k["loops"] if loop["dtype"] == "f32"][0]
+    assert i64["scalar_lines"] == ["const int64_t alpha = (int64_t)scalars[0].i;"]
+    assert f32["scalar_lines"] == ["const float alpha = (float)scalars[0].f;"]

@@ -1,0 +1,238 @@
+/* Errors: the first error of a chain survives NULL propagation; status names; clearing; and the
+ * messages name the op, the argument and the values for each class of failure (broadcast, dim
+ * out of range, dtype not accepted, out= shape, negative and overflowing sizes, in-place writes
+ * into expanded views, unsafe in-place casts). Every test ends by proving that nothing leaked. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test_util.h"
+
+Test(errors, first_error_survives_a_chain)
+{
+    const int64_t sa[2] = {2, 3}, sb[2] = {4, 5};
+    yt_tensor *a = yt_ones(sa, 2);
+    yt_tensor *b = yt_ones(sb, 2);
+    yt_tensor *mm = yt_mm(a, b);
+    cr_assert_null(mm);
+    const char *first = "mm: self.size(1)=3 does not match mat2.size(0)=4";
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, first);
+
+    /* every later call gets a NULL and returns NULL without overwriting the record */
+    yt_tensor *r = yt_relu(mm);
+    yt_tensor *s = yt_add(r, a);
+    yt_tensor *t = yt_sum(s);
+    yt_tensor *u = yt_transpose(t, 0, 1);
+    yt_tensor *v = yt_mm(a, u);
+    cr_assert(r == NULL && s == NULL && t == NULL && u == NULL && v == NULL);
+    cr_assert_eq(yt_add_(a, v), YT_ERR_SHAPE,
+                 "an in-place op given NULL returns the recorded code");
+    cr_assert_eq(yt_add_out(a, v, a), YT_ERR_SHAPE);
+    cr_assert(isnan(yt_item(v)));
+    cr_assert_eq(yt_tensor_copy_to(v, NULL, 0, YT_DTYPE_F32), YT_ERR_SHAPE);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, first);
+    cr_assert_str_eq(yt_errmsg(), first);
+
+    /* with no error recorded, a NULL argument is itself the error */
+    yt_clear_error();
+    cr_assert_null(yt_relu(NULL));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "relu: self is NULL");
+    yt_release(b);
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(errors, status_names_and_clear)
+{
+    static const char *const names[] = {
+        "YT_OK",        "YT_ERR_SHAPE", "YT_ERR_DTYPE", "YT_ERR_DEVICE", "YT_ERR_VALUE",
+        "YT_ERR_NOMEM", "YT_ERR_STATE", "YT_ERR_IO",    "YT_ERR_CUDA",   "YT_ERR_INTERNAL",
+    };
+    for (int s = YT_OK; s <= YT_ERR_INTERNAL; s++)
+        cr_assert_str_eq(yt_status_name((yt_status)s), names[s]);
+    cr_assert_str_eq(yt_status_name((yt_status)(YT_ERR_INTERNAL + 1)), "YT_ERR_UNKNOWN");
+    cr_assert_str_eq(yt_status_name((yt_status)-1), "YT_ERR_UNKNOWN");
+    cr_assert_str_eq(yt_version(), YT_VERSION);
+
+    cr_assert_eq(yt_errcode(), YT_OK);
+    cr_assert_str_eq(yt_errmsg(), "");
+    const int64_t neg = -2;
+    cr_assert_null(yt_zeros(&neg, 1));
+    cr_assert_eq(yt_errcode(), YT_ERR_VALUE);
+    yt_clear_error();
+    cr_assert_eq(yt_errcode(), YT_OK, "after clear: %s", yt_status_name(yt_errcode()));
+    cr_assert_str_eq(yt_errmsg(), "");
+    /* a successful call does not clear an old error: it must be cleared explicitly */
+    cr_assert_null(yt_zeros(&neg, 1));
+    yt_tensor *ok = yt_zeros(NULL, 0);
+    cr_assert_not_null(ok);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "zeros: size[0]=-2 is negative");
+    yt_release(ok);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(errors, broadcast_failure_names_both_sizes)
+{
+    const int64_t sa[2] = {2, 4}, sb = 3;
+    yt_tensor *a = yt_zeros(sa, 2);
+    yt_tensor *b = yt_zeros(&sb, 1);
+    cr_assert_null(yt_add(a, b));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "add: self.size(1)=4 cannot broadcast with other.size(0)=3");
+    cr_assert_null(yt_mul(b, a));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "mul: self.size(0)=3 cannot broadcast with other.size(1)=4");
+    cr_assert_eq(yt_add_(a, b), YT_ERR_SHAPE);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "add_: self.size(1)=4 cannot broadcast with other.size(0)=3");
+    yt_release(b);
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(errors, dim_out_of_range)
+{
+    const int64_t sa[2] = {2, 4}, d3 = 3, dm3 = -3;
+    yt_tensor *a = yt_zeros(sa, 2);
+    cr_assert_null(yt_sum_dim(a, &d3, 1));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "sum: dim=3 is out of range for a 2-D self (expected -2..1)");
+    cr_assert_null(yt_mean_dim(a, &dm3, 1));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "mean: dim=-3 is out of range for a 2-D self (expected -2..1)");
+    cr_assert_null(yt_transpose(a, 0, 5));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "transpose: dim1=5 is out of range for a 2-D self (expected -2..1)");
+    cr_assert_null(yt_unsqueeze(a, 4));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "unsqueeze: dim=4 is out of range for a 3-D self (expected -3..2)");
+    cr_assert_null(yt_select(a, 0, 2));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "select: index 2 is out of range for dimension 0 of size 2");
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(errors, dtype_not_accepted)
+{
+    const int64_t n = 3;
+    yt_tensor *b = yt_zeros_ex(&n, 1, YT_DTYPE_BOOL, YT_DEVICE_CPU);
+    yt_tensor *i = yt_zeros_ex(&n, 1, YT_DTYPE_I64, YT_DEVICE_CPU);
+    cr_assert_null(yt_relu(b));
+    YT_ASSERT_ERROR(
+        YT_ERR_DTYPE,
+        "relu: self has dtype bool, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64");
+    cr_assert_null(yt_neg(b));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "neg: self has dtype bool, expected u8, i8");
+    cr_assert_null(yt_mean(i));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "mean: self has dtype i64, expected f16, bf16, f32, f64");
+    cr_assert_null(yt_pow(i, yt_int(2)));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "pow: self has dtype i64, expected f16, bf16, f32, f64");
+
+    const int64_t sq[2] = {2, 2};
+    yt_tensor *m32 = yt_zeros(sq, 2);
+    yt_tensor *m64 = yt_zeros_ex(sq, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *mi = yt_zeros_ex(sq, 2, YT_DTYPE_I32, YT_DEVICE_CPU);
+    cr_assert_null(yt_mm(mi, mi));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "mm: self has dtype i32, expected f16, bf16, f32, f64");
+    cr_assert_null(yt_mm(m32, m64));
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "mm: mat2 has dtype f64 but self has dtype f32");
+    /* rand of an integral dtype is refused, naming the dtype */
+    cr_assert_null(yt_rand_ex(&n, 1, YT_DTYPE_I64, YT_DEVICE_CPU));
+    cr_assert(strstr(yt_errmsg(), "rand: expected a floating dtype, got i64") != NULL,
+              "message: %s", yt_errmsg());
+    yt_release(mi);
+    yt_release(m64);
+    yt_release(m32);
+    yt_release(i);
+    yt_release(b);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(errors, out_and_inplace_targets)
+{
+    const int64_t n2 = 2, n3 = 3, s13[2] = {1, 3}, s43[2] = {4, 3};
+    yt_tensor *out = yt_zeros(&n2, 1);
+    yt_tensor *x = yt_ones(&n3, 1);
+    cr_assert_eq(yt_add_out(out, x, x), YT_ERR_SHAPE);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "add_out: out has shape [2] but the result has shape [3]");
+    cr_assert_eq(yt_tensor_version(out), 0, "a refused out= must not count as a write");
+
+    /* an in-place write into an expanded view would race on the shared element */
+    yt_tensor *row = yt_zeros(s13, 2);
+    yt_tensor *e = yt_expand(row, s43, 2);
+    yt_tensor *ones = yt_ones(s43, 2);
+    cr_assert_eq(yt_add_(e, ones), YT_ERR_VALUE);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add_: self has several elements sharing one memory location "
+                                  "(an expanded view); write into a contiguous copy instead");
+    cr_assert_eq(yt_add_out(e, ones, ones), YT_ERR_VALUE);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add_out: out has several elements sharing one memory location");
+    double got[3];
+    cr_assert_eq(yt_tensor_copy_to(row, got, sizeof got, YT_DTYPE_F64), YT_OK);
+    cr_assert(got[0] == 0 && got[1] == 0 && got[2] == 0, "row changed: %g %g %g", got[0], got[1],
+              got[2]);
+
+    yt_release(ones);
+    yt_release(e);
+    yt_release(row);
+    yt_release(x);
+    yt_release(out);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(errors, negative_and_overflowing_sizes)
+{
+    const int64_t neg[2] = {2, -1};
+    cr_assert_null(yt_zeros(neg, 2));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "zeros: size[1]=-1 is negative");
+
+    /* 2^80 elements: the element count overflows */
+    const int64_t huge[2] = {1LL << 40, 1LL << 40};
+    cr_assert_null(yt_zeros(huge, 2));
+    YT_ASSERT_ERROR(YT_ERR_NOMEM, "zeros: size [1099511627776, 1099511627776] has too many "
+                                  "elements (overflows int64)");
+    cr_assert_null(yt_randn(huge, 2));
+    YT_ASSERT_ERROR(YT_ERR_NOMEM, "randn: size [1099511627776, 1099511627776] has too many");
+    /* 2^62 elements fit an int64, but their 2^64 bytes do not */
+    const int64_t big[2] = {1LL << 31, 1LL << 31};
+    cr_assert_null(yt_zeros(big, 2));
+    cr_assert_eq(yt_errcode(), YT_ERR_NOMEM, "got %s: %s", yt_status_name(yt_errcode()),
+                 yt_errmsg());
+    cr_assert(strstr(yt_errmsg(),
+                     "a f32 tensor of shape [2147483648, 2147483648] needs more than 2^63 bytes"),
+              "message: %s", yt_errmsg());
+    /* views whose element count overflows are refused too */
+    const int64_t one = 1;
+    yt_tensor *t = yt_zeros(&one, 1);
+    const int64_t wide[3] = {1LL << 40, 1LL << 40, 1};
+    cr_assert_null(yt_expand(t, wide, 3));
+    YT_ASSERT_ERROR(YT_ERR_NOMEM, "expand: target sizes");
+    /* and yt_tensor_from_data checks the same */
+    float dummy = 0;
+    cr_assert_null(yt_tensor_from_data(&dummy, huge, 2, YT_DTYPE_F32));
+    cr_assert_eq(yt_errcode(), YT_ERR_NOMEM, "got %s: %s", yt_status_name(yt_errcode()),
+                 yt_errmsg());
+    cr_assert_null(yt_tensor_from_data(&dummy, neg, 2, YT_DTYPE_F32));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "yt_tensor_from_data: sizes[1]=-1 is negative");
+    cr_assert_null(yt_tensor_from_data(NULL, &one, 1, YT_DTYPE_F32));
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "yt_tensor_from_data: data is NULL but the tensor has 1 elements");
+    cr_assert_null(yt_tensor_from_data(&dummy, &one, YT_MAX_DIM + 1, YT_DTYPE_F32));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "yt_tensor_from_data: ndim=9 is out of range 0..8");
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(errors, inplace_cannot_demote_the_category)
+{
+    const int64_t n = 3;
+    yt_tensor *i = yt_zeros_ex(&n, 1, YT_DTYPE_I64, YT_DEVICE_CPU);
+    yt_tensor *f = yt_ones(&n, 1);
+    cr_assert_eq(yt_add_(i, f), YT_ERR_DTYPE);
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "add_: result type f32 can't be cast to self's dtype i64");
+    cr_assert_eq(yt_tensor_version(i), 0, "a refused in-place op must not bump the version");
+    cr_assert_eq(yt_add_scalar_(i, yt_float(0.5)), YT_ERR_DTYPE);
+    YT_ASSERT_ERROR(YT_ERR_DTYPE, "add_: result type f32 can't be cast to self's dtype i64");
+    /* the other way is fine: f32 += i64 */
+    cr_assert_eq(yt_add_(f, i), YT_OK, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_version(f), 1);
+    yt_release(f);
+    yt_release(i);
+    YT_ASSERT_NO_LEAKS();
+}
