@@ -58,7 +58,7 @@ CPPFLAGS_TEST := -Iinclude -Igenerated/include -Itests/unit
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-GEN_DEPS := ops.yaml derivatives.yaml $(wildcard codegen/*.py codegen/templates/*.j2)
+GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
 .PHONY: all lib generate check-generated deps deps-test deps-bench demo test test-unit test-codegen \
         test-examples test-asan bench install uninstall clean format check-format

@@ -505,7 +505,7 @@ class OpLowering:
         for t in casted:
             b(f"yt__release_cast({t}_k, {t});")
         b(f"if (target != {dest}) {{")
-        b(f"    if (status == YT_OK)")
+        b("    if (status == YT_OK)")
         b(f"        status = yt__copy_into({dest}, target);")
         b("    yt_release(target);")
         b("}")
@@ -562,7 +562,7 @@ class OpLowering:
         b("if (status == YT_OK)")
         b("    yt__bump_version(self);")
         if rec:
-            b(f"if (status == YT_OK && recording)")
+            b("if (status == YT_OK && recording)")
             b(f"    status = {self.record_call('self', 'self_before' if uses_self else 'self')};")
             if uses_self:
                 b("if (self_before != self)")

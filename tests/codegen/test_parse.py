@@ -4,6 +4,7 @@ with its exact FILE:LINE location and message."""
 import pytest
 from helpers import load, spec_error, yaml_text
 
+from lower import CheckCompiler
 from model import Loc
 from parse import load_yaml, parse_derivatives, parse_ops, parse_schema
 
@@ -450,3 +451,47 @@ def test_derivative_formula_for_a_non_tensor_argument():
     text = "- name: scale(Tensor self, Scalar s) -> Tensor\n  self: grad * s\n  s: grad\n"
     assert spec_error(parse_derivatives, text, ops, "derivatives.yaml") == \
         "derivatives.yaml:3: scale: 's' is not a tensor argument; only tensors get gradients"
+
+
+# ---------------------------------------------------------------- check expressions (compiled in lower.py)
+
+def compile_check(expr: str):
+    """Compiles `expr` as the one check of an op f(Tensor self, Tensor other, int n); the check is
+    on ops.yaml line 5."""
+    op = parse_ops(yaml_text(f"""
+        - func: f(Tensor self, Tensor other, int n) -> Tensor
+          family: linalg
+          dtypes: floating
+          checks:
+            - check: "{expr}"
+              bad: {{self: [2], other: [3], n: 0}}
+          dispatch: {{cpu: yt__cpu_f}}
+          doc: x
+        """), "ops.yaml")[0]
+    return CheckCompiler(op, op.checks[0]).compile()
+
+
+def test_check_compiles_to_a_condition_and_a_message_naming_the_values():
+    cond, (fmt, args) = compile_check("self.size(-1) == other.size(0)")
+    assert cond == "self->sizes[self->dim - 1] == other->sizes[0]"
+    assert fmt == "f: self.size(-1)=%lld does not match other.size(0)=%lld"
+    assert args == ["(long long)self->sizes[self->dim - 1]", "(long long)other->sizes[0]"]
+
+
+def test_rank_check_message():
+    assert compile_check("self.dim >= 2")[1] == ("f: self must be at least 2-D, got %d-D", ["self->dim"])
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("self.dim ==", "syntax error: invalid syntax"),
+    ("self.dim in [1, 2]", "unsupported expression 'self.dim in [1, 2]'"),
+    ("self.size(n) == 1", "size() takes a constant dim of a tensor argument"),
+    ("self.size(1.5) == 1", "size() takes a constant dim of a tensor argument"),
+    ("n.dim == 1", "'n' is not a tensor argument"),
+    ("self.rank == 1", "unknown attribute 'rank'"),
+    ("m > 0", "'m' is not an int or bool argument"),
+    ("len(n) == 1", "len() takes an int[] argument"),
+    ("is_floating()", "is_floating() takes one argument"),
+])
+def test_check_errors(expr, message):
+    assert spec_error(compile_check, expr) == f"ops.yaml:5: f: check '{expr}': {message}"
