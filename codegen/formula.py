@@ -9,7 +9,7 @@ save (tensors, shapes, scalars, ...) and which gradients use each saved value.""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from model import Formula, Op, SpecError
 
