@@ -64,8 +64,8 @@ main(void)
     yt_tensor *a = yt_rand(one, 1), *b = yt_rand(one, 1);
     yt_tensor *ga = yt_rand(one, 1), *gb = yt_rand(one, 1);
     yt_tensor *x0 = yt_ones(one, 1);
-    if (!a || !b || !ga || !gb || !x0 || yt_set_requires_grad(ga, true) || yt_set_requires_grad(gb, true) ||
-        yt_set_requires_grad(x0, true))
+    if (!a || !b || !ga || !gb || !x0 || yt_set_requires_grad(ga, true) ||
+        yt_set_requires_grad(gb, true) || yt_set_requires_grad(x0, true))
         die("set-up");
 
     /* the chain's gradient must be right before its speed means anything */

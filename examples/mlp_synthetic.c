@@ -14,7 +14,8 @@ enum { N_SAMPLES = 512, N_IN = 32, N_HIDDEN = 64, N_OUT = 4, STEPS = 300 };
 static int
 fail(const char *what)
 {
-    fprintf(stderr, "mlp_synthetic: %s: %s (%s)\n", what, yt_errmsg(), yt_status_name(yt_errcode()));
+    fprintf(stderr, "mlp_synthetic: %s: %s (%s)\n", what, yt_errmsg(),
+            yt_status_name(yt_errcode()));
     return 1;
 }
 

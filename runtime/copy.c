@@ -141,17 +141,6 @@ DEFINE_MOVE(64)
 
 /* ---------------------------------------------------------------- entry points */
 
-static void
-format_shape(char *buf, size_t cap, const yt_tensor *t)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < t->dim && used < cap; i++)
-        used +=
-            (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)t->sizes[i]);
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 yt_status
 yt__copy_into(yt_tensor *dst, yt_tensor *src)
 {
@@ -172,8 +161,8 @@ yt__copy_into(yt_tensor *dst, yt_tensor *src)
     }
     if (!fits) {
         char have[200], want[200];
-        format_shape(have, sizeof have, src);
-        format_shape(want, sizeof want, dst);
+        yt__format_sizes(have, sizeof have, src->sizes, src->dim);
+        yt__format_sizes(want, sizeof want, dst->sizes, dst->dim);
         return yt__fail_status(
             YT_ERR_SHAPE, "copy: src of shape %s cannot broadcast to dst's shape %s", have, want);
     }

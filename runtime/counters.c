@@ -11,7 +11,7 @@
 #include "internal.h"
 
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
-static yt__live_counters *blocks;               /* blocks of live threads */
+static yt__live_counters *blocks;              /* blocks of live threads */
 static int64_t retired_tensors, retired_bytes; /* totals of exited threads; under the lock */
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;

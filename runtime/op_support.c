@@ -47,16 +47,6 @@ yt__release_cast(yt_tensor *cast, yt_tensor *orig)
         yt_release(cast);
 }
 
-static void
-format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < dim && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)sizes[i]);
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 yt_status
 yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype, yt_device device,
               const char *op, const char *arg)
@@ -66,8 +56,8 @@ yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype, yt_device d
         same = dst->sizes[i] == shape->sizes[i];
     if (!same) {
         char have[160], want[160];
-        format_sizes(have, sizeof have, dst->sizes, dst->dim);
-        format_sizes(want, sizeof want, shape->sizes, shape->dim);
+        yt__format_sizes(have, sizeof have, dst->sizes, dst->dim);
+        yt__format_sizes(want, sizeof want, shape->sizes, shape->dim);
         return yt__fail_status(YT_ERR_SHAPE, "%s: %s has shape %s but the result has shape %s", op,
                                arg, have, want);
     }
@@ -75,8 +65,8 @@ yt__check_out(yt_tensor *dst, const yt_shape *shape, yt_dtype dtype, yt_device d
         return yt__fail_status(YT_ERR_DEVICE, "%s: %s is on %s but the result is on %s", op, arg,
                                yt_device_name(dst->device), yt_device_name(device));
     if (!yt__can_cast(dtype, dst->dtype))
-        return yt__fail_status(YT_ERR_DTYPE, "%s: result type %s can't be cast to %s's dtype %s", op,
-                               yt_dtype_name(dtype), arg, yt_dtype_name(dst->dtype));
+        return yt__fail_status(YT_ERR_DTYPE, "%s: result type %s can't be cast to %s's dtype %s",
+                               op, yt_dtype_name(dtype), arg, yt_dtype_name(dst->dtype));
     for (int i = 0; i < dst->dim; i++)
         if (dst->strides[i] == 0 && dst->sizes[i] > 1)
             return yt__fail_status(YT_ERR_VALUE,

@@ -141,30 +141,19 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
     }
 }
 
-static void
-format_shape(char *buf, size_t cap, const yt_tensor *t)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < t->dim && used < cap; i++)
-        used +=
-            (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)t->sizes[i]);
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 /* Callers check broadcastability; reaching this is a bug in the caller. */
 static yt_status
 broadcast_error(const yt_tensor *out, int n_in, yt_tensor *const *in)
 {
     char have[200], want[200];
-    format_shape(want, sizeof want, out);
+    yt__format_sizes(want, sizeof want, out->sizes, out->dim);
     for (int k = 0; k < n_in; k++) {
         const yt_tensor *t = in[k];
         bool ok = t->dim <= out->dim;
         for (int i = 0; ok && i < t->dim; i++)
             ok = t->sizes[i] == 1 || t->sizes[i] == out->sizes[out->dim - t->dim + i];
         if (!ok) {
-            format_shape(have, sizeof have, t);
+            yt__format_sizes(have, sizeof have, t->sizes, t->dim);
             return yt__fail_status(YT_ERR_INTERNAL,
                                    "pointwise: input %d of shape %s does not broadcast to %s", k,
                                    have, want);

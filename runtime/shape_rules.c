@@ -1,11 +1,10 @@
 /* Result shapes and dtypes that ops.yaml names by function (shape: yt__shape_reduce(...),
- * result_dtype: yt__dtype_sum(...)), plus the size helpers of shape_util.h. Called by generated
+ * result_dtype: yt__dtype_sum(...)), plus the size helpers declared in internal.h. Called by generated
  * code after the arguments have been checked and dims wrapped. */
 #include <math.h>
 #include <stdio.h>
 
 #include "internal.h"
-#include "shape_util.h"
 
 const char *
 yt__format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim)

@@ -32,17 +32,6 @@ new_handle(void)
     return t;
 }
 
-static void
-format_shape(char *buf, size_t cap, const int64_t *sizes, int dim)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < dim && used < cap; i++)
-        used +=
-            (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)sizes[i]);
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 /* yt__empty with the name of the public function for messages. */
 static yt_tensor *
 empty_named(const char *op, const yt_shape *shape, yt_dtype dtype, yt_device device)
@@ -66,7 +55,7 @@ empty_named(const char *op, const yt_shape *shape, yt_dtype dtype, yt_device dev
     int64_t nbytes = 0;
     if (overflow || !yt__mul_ok(&nbytes, numel, (int64_t)yt_dtype_size(dtype))) {
         char buf[200];
-        format_shape(buf, sizeof buf, shape->sizes, shape->dim);
+        yt__format_sizes(buf, sizeof buf, shape->sizes, shape->dim);
         return yt__fail(YT_ERR_NOMEM, "%s: a %s tensor of shape %s needs more than 2^63 bytes", op,
                         yt_dtype_name(dtype), buf);
     }
@@ -80,7 +69,7 @@ empty_named(const char *op, const yt_shape *shape, yt_dtype dtype, yt_device dev
         if (yt_errcode() != YT_ERR_NOMEM)
             return NULL; /* e.g. no allocator for the device: keep that message */
         char buf[200];
-        format_shape(buf, sizeof buf, shape->sizes, shape->dim);
+        yt__format_sizes(buf, sizeof buf, shape->sizes, shape->dim);
         return yt__fail(YT_ERR_NOMEM,
                         "%s: out of memory allocating %lld bytes for a %s tensor of shape %s", op,
                         (long long)nbytes, yt_dtype_name(dtype), buf);

@@ -4,7 +4,6 @@
  * keep every function safe when called with out-of-range values. */
 #include "internal.h"
 #include "kernels.h"
-#include "shape_util.h"
 
 /* Every view is built here. An empty view touches no memory, so it keeps self's offset: slicing
  * past the end (or through a zero-size dim of empty storage, whose data may be NULL) then never

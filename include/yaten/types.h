@@ -13,7 +13,7 @@
 #define YT_API
 #endif
 
-#define YT_VERSION "0.1.0"
+#define YT_VERSION        "0.1.0"
 #define YT_VERSION_NUMBER 1000 /* major * 1000000 + minor * 1000 + patch */
 
 /* Most dimensions a tensor may have. */

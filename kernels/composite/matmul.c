@@ -14,7 +14,6 @@
  *               bmm kernel will replace it. */
 #include "internal.h"
 #include "kernels.h"
-#include "shape_util.h"
 
 /* Below this many multiply-adds a batched product is one broadcast mul + sum: its B*n*k*m
  * temporary stays small, and it avoids B separate mm calls. */

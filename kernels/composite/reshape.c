@@ -2,7 +2,6 @@
  * autograd (view's and clone's backward) comes from the ops they call. */
 #include "internal.h"
 #include "kernels.h"
-#include "shape_util.h"
 
 yt_tensor *
 yt__composite_reshape(yt_tensor *self, const int64_t *shape, int shape_len)

@@ -2,7 +2,6 @@
  * backward of every broadcasting op). Written in public ops, so it is itself differentiable. */
 #include "internal.h"
 #include "kernels.h"
-#include "shape_util.h"
 
 yt_tensor *
 yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len)

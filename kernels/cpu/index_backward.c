@@ -9,17 +9,6 @@
 
 #include "kernels.h"
 
-static void
-format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < dim && used < cap; i++)
-        used +=
-            (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)sizes[i]);
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 /* grad_output must have exactly the shape of the part it fills. */
 static yt_status
 check_grad_shape(const char *op, const yt_tensor *grad, const int64_t *sizes, int dim)
@@ -30,8 +19,8 @@ check_grad_shape(const char *op, const yt_tensor *grad, const int64_t *sizes, in
     if (same)
         return YT_OK;
     char have[160], want[160];
-    format_sizes(have, sizeof have, grad->sizes, grad->dim);
-    format_sizes(want, sizeof want, sizes, dim);
+    yt__format_sizes(have, sizeof have, grad->sizes, grad->dim);
+    yt__format_sizes(want, sizeof want, sizes, dim);
     return yt__fail_status(YT_ERR_SHAPE, "%s: grad_output has shape %s, expected %s", op, have,
                            want);
 }

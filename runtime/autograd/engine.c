@@ -10,17 +10,6 @@
 
 /* ---------------------------------------------------------------- messages */
 
-static void
-format_sizes(char *buf, size_t cap, const int64_t *sizes, int dim)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < dim && used < cap; i++)
-        used +=
-            (size_t)snprintf(buf + used, cap - used, i ? ", %lld" : "%lld", (long long)sizes[i]);
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 static bool
 same_sizes(const int64_t *a, int dim_a, const int64_t *b, int dim_b)
 {
@@ -233,8 +222,8 @@ conform(yt_node *node, int i, yt_tensor **g, const int64_t *sizes, int dim, yt_d
 {
     if (!same_sizes((*g)->sizes, (*g)->dim, sizes, dim)) {
         char have[200], want[200];
-        format_sizes(have, sizeof have, (*g)->sizes, (*g)->dim);
-        format_sizes(want, sizeof want, sizes, dim);
+        yt__format_sizes(have, sizeof have, (*g)->sizes, (*g)->dim);
+        yt__format_sizes(want, sizeof want, sizes, dim);
         return yt__fail_status(YT_ERR_INTERNAL,
                                "backward of %s (%s) returned a gradient of shape %s for input %d, "
                                "which has shape %s (a bug in its derivative formula)",
@@ -390,7 +379,7 @@ root_gradient(yt_tensor *root, yt_tensor *grad)
     char have[200], want[200];
     if (grad == NULL) {
         if (root->numel != 1) {
-            format_sizes(have, sizeof have, root->sizes, root->dim);
+            yt__format_sizes(have, sizeof have, root->sizes, root->dim);
             return yt__fail(YT_ERR_SHAPE,
                             "backward: grad can be omitted only for single-element roots, but "
                             "root has shape %s (%lld elements); pass a grad of that shape",
@@ -399,8 +388,8 @@ root_gradient(yt_tensor *root, yt_tensor *grad)
         return yt_ones_ex(root->sizes, root->dim, root->dtype, root->device);
     }
     if (!same_sizes(grad->sizes, grad->dim, root->sizes, root->dim)) {
-        format_sizes(have, sizeof have, grad->sizes, grad->dim);
-        format_sizes(want, sizeof want, root->sizes, root->dim);
+        yt__format_sizes(have, sizeof have, grad->sizes, grad->dim);
+        yt__format_sizes(want, sizeof want, root->sizes, root->dim);
         return yt__fail(YT_ERR_SHAPE, "backward: grad has shape %s but root has shape %s", have,
                         want);
     }

@@ -99,13 +99,15 @@ assert_same_values(yt_tensor *a, yt_tensor *b, const char *what, const yt_op_cas
                  yt_tensor_dim(a), yt_tensor_dim(b));
     int64_t n = yt_tensor_numel(a);
     cr_assert_eq(n, yt_tensor_numel(b), "%s %s: numel differs", c->where, what);
-    double *va = malloc(sizeof(double) * (size_t)(n + 1)), *vb = malloc(sizeof(double) * (size_t)(n + 1));
+    double *va = malloc(sizeof(double) * (size_t)(n + 1)),
+           *vb = malloc(sizeof(double) * (size_t)(n + 1));
     cr_assert_eq(yt_tensor_copy_to(a, va, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK, "%s",
                  yt_errmsg());
     cr_assert_eq(yt_tensor_copy_to(b, vb, sizeof(double) * (size_t)n, YT_DTYPE_F64), YT_OK, "%s",
                  yt_errmsg());
     for (int64_t i = 0; i < n; i++) {
-        bool same = (isnan(va[i]) && isnan(vb[i])) || fabs(va[i] - vb[i]) <= 1e-12 * (1 + fabs(va[i]));
+        bool same =
+            (isnan(va[i]) && isnan(vb[i])) || fabs(va[i] - vb[i]) <= 1e-12 * (1 + fabs(va[i]));
         cr_assert(same, "%s (%s) %s: element %lld is %.17g vs %.17g", c->op, c->where, what,
                   (long long)i, va[i], vb[i]);
     }
@@ -204,8 +206,8 @@ ParameterizedTest(int *index, ops, null_arguments)
         cr_assert_null(r, "%s (%s): NULL %s gave a tensor", c->op, c->where, c->inputs[i].name);
         cr_assert_neq(yt_errcode(), YT_OK, "%s: no error recorded for NULL %s", c->op,
                       c->inputs[i].name);
-        cr_assert(strstr(yt_errmsg(), c->inputs[i].name) != NULL, "%s: message '%s' does not name %s",
-                  c->op, yt_errmsg(), c->inputs[i].name);
+        cr_assert(strstr(yt_errmsg(), c->inputs[i].name) != NULL,
+                  "%s: message '%s' does not name %s", c->op, yt_errmsg(), c->inputs[i].name);
         inputs[i] = saved;
     }
     yt_clear_error();
