@@ -121,6 +121,7 @@ demo: deps
 # ---- tests
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory check-generated
+	$(Q)$(MAKE) --no-print-directory check-format
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-examples
@@ -192,9 +193,10 @@ uninstall:
 # ---- formatting of hand-written C (generated/ is formatted by the generator)
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' | grep -v '^generated/')
 format:
-	$(Q)clang-format -i $(FORMAT_SRC)
+	$(Q)clang-format-14 -i $(FORMAT_SRC)
 check-format:
-	$(Q)clang-format --dry-run -Werror $(FORMAT_SRC)
+	$(Q)clang-format-14 --dry-run -Werror $(FORMAT_SRC)
+	@echo "  OK      hand-written C is clang-formatted"
 
 clean:
 	rm -rf build build-asan
