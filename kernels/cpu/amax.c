@@ -1,30 +1,17 @@
 /* amax on the CPU: the largest element over `dim` (all dims when empty), NaN winning as in
  * PyTorch. A zero-size reduced dim is an error: the max of nothing is undefined.
  *
- * The loops follow sum.c: the same plan (size-1 dims dropped, dims ordered by input stride and
- * merged), then either a tight loop per output element when the innermost dim is reduced, or
- * whole rows folded into a row of running maxima when it is kept. Every comparison is exact:
+ * The plan and the threaded driver are shared with sum (reduce_plan.h): a tight loop per output
+ * element when the innermost dim is reduced (`row`), or whole rows folded into a row of running
+ * maxima when it is kept (`rows`). Every comparison is exact:
  * floating values are held in double (f32 rows are scanned in float), integral and bool ones in
  * int64, and the result has the input's dtype. */
 #include <math.h>
-#include <omp.h>
-#include <string.h>
 
-#include "kernels.h"
+#include "reduce_plan.h"
 
 /* Running maximum: .f for floating inputs, .i for integral and bool ones. */
-typedef union acc {
-    double f;
-    int64_t i;
-} acc;
-
-/* Folds x[0], x[stride], ..., x[(n - 1) * stride] (stride in bytes) into *best. */
-typedef void (*row_fn)(acc *best, const char *x, int64_t n, int64_t stride);
-/* best[j] = max(best[j], x[j * stride]) for j < n. */
-typedef void (*rows_fn)(acc *best, const char *x, int64_t n, int64_t stride);
-
-/* Running maxima per outer-reduction work unit (32 KiB, on the stack; see sum.c). */
-#define CHUNK 4096
+typedef yt__reduce_acc acc;
 
 /* Contiguous rows are folded a BLOCK at a time into PARTIALS independent maxima, so the loop has
  * no serial dependency and vectorises. Loops of unknown length carry `omp simd`: at -O2 GCC
@@ -255,37 +242,6 @@ rows_i64(acc *best, const char *x, int64_t n, int64_t stride)
     }
 }
 
-typedef struct max_loops {
-    row_fn row;
-    rows_fn rows;
-    bool floating; /* which member of acc is live */
-} max_loops;
-
-static max_loops
-loops_for(yt_dtype dtype)
-{
-    switch (dtype) {
-    case YT_DTYPE_F64:
-        return (max_loops){row_f64, rows_f64, true};
-    case YT_DTYPE_F32:
-        return (max_loops){row_f32, rows_f32, true};
-    case YT_DTYPE_F16:
-        return (max_loops){row_f16, rows_f16, true};
-    case YT_DTYPE_BF16:
-        return (max_loops){row_bf16, rows_bf16, true};
-    case YT_DTYPE_I64:
-        return (max_loops){row_i64, rows_i64, false};
-    case YT_DTYPE_I32:
-        return (max_loops){row_i32, rows_i32, false};
-    case YT_DTYPE_I16:
-        return (max_loops){row_i16, rows_i16, false};
-    case YT_DTYPE_I8:
-        return (max_loops){row_i8, rows_i8, false};
-    default: /* u8, bool */
-        return (max_loops){row_u8, rows_u8, false};
-    }
-}
-
 /* Starting values: below every element. */
 static void
 init_run(acc *v, int64_t n, bool floating)
@@ -309,300 +265,39 @@ combine(acc *total, const acc *part, int64_t n, bool floating)
     }
 }
 
-/* Writes n maxima to elements first, first + stride, ... of contiguous `out` (of the input's
- * dtype, so every conversion is exact). */
-static void
-store_run(yt_tensor *out, int64_t first, int64_t stride, const acc *v, int64_t n)
+static yt__reduce_loops
+max_loops(yt__reduce_row_fn row, yt__reduce_rows_fn rows, bool floating)
 {
-    char *base = yt__data_ptr(out);
-    switch (out->dtype) {
+    return (yt__reduce_loops){.row = row,
+                              .rows = rows,
+                              .init = init_run,
+                              .combine = combine,
+                              .floating = floating,
+                              .divisor = 1.0}; /* x / 1.0 == x: stores are exact */
+}
+
+static yt__reduce_loops
+loops_for(yt_dtype dtype)
+{
+    switch (dtype) {
     case YT_DTYPE_F64:
-        for (int64_t j = 0; j < n; j++)
-            ((double *)base)[first + j * stride] = v[j].f;
-        break;
+        return max_loops(row_f64, rows_f64, true);
     case YT_DTYPE_F32:
-        for (int64_t j = 0; j < n; j++)
-            ((float *)base)[first + j * stride] = (float)v[j].f;
-        break;
+        return max_loops(row_f32, rows_f32, true);
     case YT_DTYPE_F16:
-        for (int64_t j = 0; j < n; j++)
-            ((uint16_t *)base)[first + j * stride] = yt__f32_to_f16((float)v[j].f);
-        break;
+        return max_loops(row_f16, rows_f16, true);
     case YT_DTYPE_BF16:
-        for (int64_t j = 0; j < n; j++)
-            ((uint16_t *)base)[first + j * stride] = yt__f32_to_bf16((float)v[j].f);
-        break;
+        return max_loops(row_bf16, rows_bf16, true);
     case YT_DTYPE_I64:
-        for (int64_t j = 0; j < n; j++)
-            ((int64_t *)base)[first + j * stride] = v[j].i;
-        break;
+        return max_loops(row_i64, rows_i64, false);
     case YT_DTYPE_I32:
-        for (int64_t j = 0; j < n; j++)
-            ((int32_t *)base)[first + j * stride] = (int32_t)v[j].i;
-        break;
+        return max_loops(row_i32, rows_i32, false);
     case YT_DTYPE_I16:
-        for (int64_t j = 0; j < n; j++)
-            ((int16_t *)base)[first + j * stride] = (int16_t)v[j].i;
-        break;
+        return max_loops(row_i16, rows_i16, false);
     case YT_DTYPE_I8:
-        for (int64_t j = 0; j < n; j++)
-            ((int8_t *)base)[first + j * stride] = (int8_t)v[j].i;
-        break;
-    case YT_DTYPE_U8:
-        for (int64_t j = 0; j < n; j++)
-            ((uint8_t *)base)[first + j * stride] = (uint8_t)v[j].i;
-        break;
-    default:
-        for (int64_t j = 0; j < n; j++)
-            ((bool *)base)[first + j * stride] = v[j].i != 0;
-        break;
-    }
-}
-
-/* ---------------------------------------------------------------- plan */
-
-typedef struct reduce_dim {
-    int64_t size;
-    int64_t in_stride;  /* bytes */
-    int64_t out_stride; /* elements of the contiguous result; 0 for reduced dims */
-    bool reduced;
-} reduce_dim;
-
-typedef struct reduce_plan {
-    const char *in;              /* input element 0 */
-    reduce_dim kept[YT_MAX_DIM]; /* kept dims other than `inner`, outermost first */
-    int n_kept;
-    int64_t kept_count;         /* product of kept[].size */
-    reduce_dim red[YT_MAX_DIM]; /* reduced dims other than `inner`, outermost first */
-    int n_red;
-    int64_t red_count; /* product of red[].size */
-    reduce_dim inner;  /* the smallest-stride dim */
-} reduce_plan;
-
-static void
-reduced_mask(bool *mask, int ndim, const int64_t *dim, int dim_len)
-{
-    for (int i = 0; i < ndim; i++)
-        mask[i] = dim_len == 0;
-    for (int i = 0; i < dim_len; i++)
-        mask[dim[i]] = true;
-}
-
-/* Plans the reduction of non-empty `in` over `dim` into a contiguous result. */
-static void
-plan_reduce(reduce_plan *p, const yt_tensor *in, const int64_t *dim, int dim_len)
-{
-    bool mask[YT_MAX_DIM];
-    reduced_mask(mask, in->dim, dim, dim_len);
-    int64_t elem = (int64_t)yt_dtype_size(in->dtype);
-
-    /* Result strides are contiguous over the kept dims in input order. */
-    reduce_dim d[YT_MAX_DIM];
-    int nd = 0;
-    int64_t out_stride = 1;
-    for (int i = in->dim - 1; i >= 0; i--) {
-        reduce_dim cur = {in->sizes[i], in->strides[i] * elem, mask[i] ? 0 : out_stride, mask[i]};
-        if (!mask[i])
-            out_stride *= in->sizes[i];
-        if (cur.size != 1)
-            d[nd++] = cur;
-    }
-    /* Largest input stride first (insertion sort: at most 8 dims). */
-    for (int i = 1; i < nd; i++) {
-        reduce_dim cur = d[i];
-        int j = i;
-        for (; j > 0 && d[j - 1].in_stride < cur.in_stride; j--)
-            d[j] = d[j - 1];
-        d[j] = cur;
-    }
-    /* Merge an outer dim into the next inner one when together they are a single run. */
-    int nm = 0;
-    for (int i = 0; i < nd; i++) {
-        reduce_dim *prev = nm > 0 ? &d[nm - 1] : NULL;
-        if (prev != NULL && prev->reduced == d[i].reduced &&
-            prev->in_stride == d[i].in_stride * d[i].size &&
-            prev->out_stride == d[i].out_stride * d[i].size) {
-            prev->size *= d[i].size;
-            prev->in_stride = d[i].in_stride;
-            prev->out_stride = d[i].out_stride;
-        } else {
-            d[nm++] = d[i];
-        }
-    }
-
-    p->in = yt__data_ptr(in);
-    p->inner = (reduce_dim){1, 0, 0, true}; /* all sizes 1: a one-element row */
-    if (nm > 0)
-        p->inner = d[--nm];
-    p->n_kept = p->n_red = 0;
-    p->kept_count = p->red_count = 1;
-    for (int i = 0; i < nm; i++) {
-        if (d[i].reduced) {
-            p->red[p->n_red++] = d[i];
-            p->red_count *= d[i].size;
-        } else {
-            p->kept[p->n_kept++] = d[i];
-            p->kept_count *= d[i].size;
-        }
-    }
-}
-
-/* A position in a nest of dims, with the input byte offset and output element offset it gives. */
-typedef struct cursor {
-    int64_t idx[YT_MAX_DIM];
-    int64_t in;
-    int64_t out;
-} cursor;
-
-static void
-cursor_seek(cursor *c, const reduce_dim *d, int n, int64_t linear)
-{
-    c->in = c->out = 0;
-    for (int j = n - 1; j >= 0; j--) {
-        c->idx[j] = linear % d[j].size;
-        linear /= d[j].size;
-        c->in += c->idx[j] * d[j].in_stride;
-        c->out += c->idx[j] * d[j].out_stride;
-    }
-}
-
-static void
-cursor_next(cursor *c, const reduce_dim *d, int n)
-{
-    for (int j = n - 1; j >= 0; j--) {
-        c->in += d[j].in_stride;
-        c->out += d[j].out_stride;
-        if (++c->idx[j] < d[j].size)
-            return;
-        c->in -= d[j].size * d[j].in_stride;
-        c->out -= d[j].size * d[j].out_stride;
-        c->idx[j] = 0;
-    }
-}
-
-/* ---------------------------------------------------------------- drivers */
-
-/* Inner reduction: folds elements [lo, hi) of the reduced space under `base` (row-major over the
- * reduced dims, then the inner dim) into *best. */
-static void
-inner_range(const reduce_plan *p, row_fn row, acc *best, const char *base, int64_t lo, int64_t hi)
-{
-    int64_t n = p->inner.size, stride = p->inner.in_stride;
-    int64_t j = lo % n;
-    cursor c;
-    cursor_seek(&c, p->red, p->n_red, lo / n);
-    while (lo < hi) {
-        int64_t len = n - j < hi - lo ? n - j : hi - lo;
-        row(best, base + c.in + j * stride, len, stride);
-        lo += len;
-        j = 0;
-        cursor_next(&c, p->red, p->n_red);
-    }
-}
-
-/* Outer reduction: folds rows [r0, r1) of the reduced dims, columns [j0, j0 + len) of the inner
- * dim, under `base`, into best[0..len). */
-static void
-outer_rows(const reduce_plan *p, rows_fn rows, acc *best, const char *base, int64_t j0, int64_t len,
-           int64_t r0, int64_t r1)
-{
-    const char *col = base + j0 * p->inner.in_stride;
-    cursor c;
-    cursor_seek(&c, p->red, p->n_red, r0);
-    for (int64_t r = r0; r < r1; r++) {
-        rows(best, col + c.in, len, p->inner.in_stride);
-        cursor_next(&c, p->red, p->n_red);
-    }
-}
-
-static int64_t
-chunk_count(const reduce_plan *p)
-{
-    return p->inner.reduced ? 1 : (p->inner.size + CHUNK - 1) / CHUNK;
-}
-
-/* Computes work units [lo, hi): one output element each for an inner reduction, one chunk of
- * CHUNK output columns each for an outer one. */
-static void
-run_units(const reduce_plan *p, const max_loops *loops, yt_tensor *out, int64_t lo, int64_t hi)
-{
-    int64_t chunks = chunk_count(p);
-    int64_t chunk = lo % chunks;
-    cursor kc;
-    cursor_seek(&kc, p->kept, p->n_kept, lo / chunks);
-    for (int64_t u = lo; u < hi; u++) {
-        const char *base = p->in + kc.in;
-        if (p->inner.reduced) {
-            acc best;
-            init_run(&best, 1, loops->floating);
-            inner_range(p, loops->row, &best, base, 0, p->red_count * p->inner.size);
-            store_run(out, kc.out, 1, &best, 1);
-        } else {
-            acc best[CHUNK];
-            int64_t j0 = chunk * CHUNK;
-            int64_t len = p->inner.size - j0 < CHUNK ? p->inner.size - j0 : CHUNK;
-            init_run(best, len, loops->floating);
-            outer_rows(p, loops->rows, best, base, j0, len, 0, p->red_count);
-            store_run(out, kc.out + j0 * p->inner.out_stride, p->inner.out_stride, best, len);
-        }
-        if (++chunk == chunks) {
-            chunk = 0;
-            cursor_next(&kc, p->kept, p->n_kept);
-        }
-    }
-}
-
-/* One work unit whose reduction is split across `nth` threads, partial maxima combined after. */
-static void
-run_unit_split(const reduce_plan *p, const max_loops *loops, yt_tensor *out, int64_t unit, int nth)
-{
-    int64_t chunks = chunk_count(p);
-    cursor kc;
-    cursor_seek(&kc, p->kept, p->n_kept, unit / chunks);
-    const char *base = p->in + kc.in;
-    int64_t j0 = (unit % chunks) * CHUNK;
-    int64_t len = p->inner.reduced ? 1 : p->inner.size - j0 < CHUNK ? p->inner.size - j0 : CHUNK;
-    int64_t space = p->inner.reduced ? p->red_count * p->inner.size : p->red_count;
-    int64_t per = (space + nth - 1) / nth;
-    acc total[CHUNK];
-    init_run(total, len, loops->floating);
-
-#pragma omp parallel for ordered schedule(static, 1) num_threads(nth)
-    for (int t = 0; t < nth; t++) {
-        int64_t lo = t * per < space ? t * per : space;
-        int64_t hi = lo + per < space ? lo + per : space;
-        acc part[CHUNK];
-        init_run(part, len, loops->floating);
-        if (p->inner.reduced)
-            inner_range(p, loops->row, part, base, lo, hi);
-        else
-            outer_rows(p, loops->rows, part, base, j0, len, lo, hi);
-#pragma omp ordered
-        combine(total, part, len, loops->floating);
-    }
-    int64_t stride = p->inner.reduced ? 1 : p->inner.out_stride;
-    store_run(out, kc.out + j0 * stride, stride, total, len);
-}
-
-static void
-run_reduce(const reduce_plan *p, const max_loops *loops, yt_tensor *out, int64_t work)
-{
-    int nth = work >= YT_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
-    int64_t units = p->kept_count * chunk_count(p);
-    int64_t splittable = p->inner.reduced ? p->red_count * p->inner.size : p->red_count;
-    if (nth > 1 && units < nth && splittable >= 2 * nth) {
-        for (int64_t u = 0; u < units; u++)
-            run_unit_split(p, loops, out, u, nth);
-        return;
-    }
-#pragma omp parallel num_threads(nth) if (nth > 1)
-    {
-        int t = omp_get_thread_num(), n_threads = omp_get_num_threads();
-        int64_t per = (units + n_threads - 1) / n_threads;
-        int64_t lo = t * per < units ? t * per : units;
-        int64_t hi = lo + per < units ? lo + per : units;
-        if (lo < hi)
-            run_units(p, loops, out, lo, hi);
+        return max_loops(row_i8, rows_i8, false);
+    default: /* u8, bool */
+        return max_loops(row_u8, rows_u8, false);
     }
 }
 
@@ -613,7 +308,7 @@ yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len
 {
     (void)keepdim; /* the result's shape has it; its memory order does not change */
     bool mask[YT_MAX_DIM];
-    reduced_mask(mask, self->dim, dim, dim_len);
+    yt__reduce_mask(mask, self->dim, dim, dim_len);
     for (int i = 0; i < self->dim; i++)
         if (mask[i] && self->sizes[i] == 0)
             return yt__fail_status(
@@ -621,9 +316,7 @@ yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len
                 i);
     if (result->numel == 0)
         return YT_OK;
-    max_loops loops = loops_for(self->dtype);
-    reduce_plan plan;
-    plan_reduce(&plan, self, dim, dim_len);
-    run_reduce(&plan, &loops, result, self->numel);
+    yt__reduce_loops loops = loops_for(self->dtype);
+    yt__reduce_run(result, self, dim, dim_len, &loops);
     return YT_OK;
 }

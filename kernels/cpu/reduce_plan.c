@@ -1,0 +1,319 @@
+/* The reduction plan and threaded driver shared by sum.c and amax.c; see reduce_plan.h. */
+#include <omp.h>
+
+#include "reduce_plan.h"
+
+#define CHUNK YT_REDUCE_CHUNK
+
+typedef yt__reduce_acc acc;
+
+/* ---------------------------------------------------------------- plan */
+
+typedef struct reduce_dim {
+    int64_t size;
+    int64_t in_stride;  /* bytes */
+    int64_t out_stride; /* elements of the contiguous result; 0 for reduced dims */
+    bool reduced;
+} reduce_dim;
+
+typedef struct reduce_plan {
+    const char *in;              /* input element 0 */
+    reduce_dim kept[YT_MAX_DIM]; /* kept dims other than `inner`, outermost first */
+    int n_kept;
+    int64_t kept_count;         /* product of kept[].size */
+    reduce_dim red[YT_MAX_DIM]; /* reduced dims other than `inner`, outermost first */
+    int n_red;
+    int64_t red_count; /* product of red[].size */
+    reduce_dim inner;  /* the smallest-stride dim */
+} reduce_plan;
+
+void
+yt__reduce_mask(bool *mask, int ndim, const int64_t *dim, int dim_len)
+{
+    for (int i = 0; i < ndim; i++)
+        mask[i] = dim_len == 0;
+    for (int i = 0; i < dim_len; i++)
+        mask[dim[i]] = true;
+}
+
+/* Plans the reduction of non-empty `in` over `dim` into a contiguous result. */
+static void
+plan_reduce(reduce_plan *p, const yt_tensor *in, const int64_t *dim, int dim_len)
+{
+    bool mask[YT_MAX_DIM];
+    yt__reduce_mask(mask, in->dim, dim, dim_len);
+    int64_t elem = (int64_t)yt_dtype_size(in->dtype);
+
+    /* Result strides are contiguous over the kept dims in input order. */
+    reduce_dim d[YT_MAX_DIM];
+    int nd = 0;
+    int64_t out_stride = 1;
+    for (int i = in->dim - 1; i >= 0; i--) {
+        reduce_dim cur = {in->sizes[i], in->strides[i] * elem, mask[i] ? 0 : out_stride, mask[i]};
+        if (!mask[i])
+            out_stride *= in->sizes[i];
+        if (cur.size != 1)
+            d[nd++] = cur;
+    }
+    /* Largest input stride first (insertion sort: at most 8 dims). */
+    for (int i = 1; i < nd; i++) {
+        reduce_dim cur = d[i];
+        int j = i;
+        for (; j > 0 && d[j - 1].in_stride < cur.in_stride; j--)
+            d[j] = d[j - 1];
+        d[j] = cur;
+    }
+    /* Merge an outer dim into the next inner one when together they are a single run. */
+    int nm = 0;
+    for (int i = 0; i < nd; i++) {
+        reduce_dim *prev = nm > 0 ? &d[nm - 1] : NULL;
+        if (prev != NULL && prev->reduced == d[i].reduced &&
+            prev->in_stride == d[i].in_stride * d[i].size &&
+            prev->out_stride == d[i].out_stride * d[i].size) {
+            prev->size *= d[i].size;
+            prev->in_stride = d[i].in_stride;
+            prev->out_stride = d[i].out_stride;
+        } else {
+            d[nm++] = d[i];
+        }
+    }
+
+    p->in = yt__data_ptr(in);
+    p->inner = (reduce_dim){1, 0, 0, true}; /* all sizes 1: a one-element row */
+    if (nm > 0)
+        p->inner = d[--nm];
+    p->n_kept = p->n_red = 0;
+    p->kept_count = p->red_count = 1;
+    for (int i = 0; i < nm; i++) {
+        if (d[i].reduced) {
+            p->red[p->n_red++] = d[i];
+            p->red_count *= d[i].size;
+        } else {
+            p->kept[p->n_kept++] = d[i];
+            p->kept_count *= d[i].size;
+        }
+    }
+}
+
+/* A position in a nest of dims, with the input byte offset and output element offset it gives. */
+typedef struct cursor {
+    int64_t idx[YT_MAX_DIM];
+    int64_t in;
+    int64_t out;
+} cursor;
+
+static void
+cursor_seek(cursor *c, const reduce_dim *d, int n, int64_t linear)
+{
+    c->in = c->out = 0;
+    for (int j = n - 1; j >= 0; j--) {
+        c->idx[j] = linear % d[j].size;
+        linear /= d[j].size;
+        c->in += c->idx[j] * d[j].in_stride;
+        c->out += c->idx[j] * d[j].out_stride;
+    }
+}
+
+static void
+cursor_next(cursor *c, const reduce_dim *d, int n)
+{
+    for (int j = n - 1; j >= 0; j--) {
+        c->in += d[j].in_stride;
+        c->out += d[j].out_stride;
+        if (++c->idx[j] < d[j].size)
+            return;
+        c->in -= d[j].size * d[j].in_stride;
+        c->out -= d[j].size * d[j].out_stride;
+        c->idx[j] = 0;
+    }
+}
+
+/* ---------------------------------------------------------------- store */
+
+/* Integral outputs read .u (wrapping sums); a running maximum in .i is the same bits. */
+void
+yt__reduce_store(yt_tensor *out, int64_t first, int64_t stride, const yt__reduce_acc *v, int64_t n,
+                 double divisor)
+{
+    char *base = yt__data_ptr(out);
+    switch (out->dtype) {
+    case YT_DTYPE_F64:
+        for (int64_t j = 0; j < n; j++)
+            ((double *)base)[first + j * stride] = v[j].f / divisor;
+        break;
+    case YT_DTYPE_F32:
+        for (int64_t j = 0; j < n; j++)
+            ((float *)base)[first + j * stride] = (float)(v[j].f / divisor);
+        break;
+    case YT_DTYPE_F16:
+        for (int64_t j = 0; j < n; j++)
+            ((uint16_t *)base)[first + j * stride] = yt__f32_to_f16((float)(v[j].f / divisor));
+        break;
+    case YT_DTYPE_BF16:
+        for (int64_t j = 0; j < n; j++)
+            ((uint16_t *)base)[first + j * stride] = yt__f32_to_bf16((float)(v[j].f / divisor));
+        break;
+    case YT_DTYPE_I64:
+        for (int64_t j = 0; j < n; j++)
+            ((int64_t *)base)[first + j * stride] = (int64_t)v[j].u;
+        break;
+    case YT_DTYPE_I32:
+        for (int64_t j = 0; j < n; j++)
+            ((int32_t *)base)[first + j * stride] = (int32_t)v[j].u;
+        break;
+    case YT_DTYPE_I16:
+        for (int64_t j = 0; j < n; j++)
+            ((int16_t *)base)[first + j * stride] = (int16_t)v[j].u;
+        break;
+    case YT_DTYPE_I8:
+        for (int64_t j = 0; j < n; j++)
+            ((int8_t *)base)[first + j * stride] = (int8_t)v[j].u;
+        break;
+    case YT_DTYPE_U8:
+        for (int64_t j = 0; j < n; j++)
+            ((uint8_t *)base)[first + j * stride] = (uint8_t)v[j].u;
+        break;
+    default: /* bool: a sum or maximum of 0/1 values is true when any was */
+        for (int64_t j = 0; j < n; j++)
+            ((bool *)base)[first + j * stride] = v[j].u != 0;
+        break;
+    }
+}
+
+/* ---------------------------------------------------------------- drivers */
+
+/* Inner reduction: folds elements [lo, hi) of the reduced space under `base` (row-major over the
+ * reduced dims, then the inner dim) into *a. */
+static void
+inner_range(const reduce_plan *p, yt__reduce_row_fn row, acc *a, const char *base, int64_t lo,
+            int64_t hi)
+{
+    int64_t n = p->inner.size, stride = p->inner.in_stride;
+    int64_t j = lo % n;
+    cursor c;
+    cursor_seek(&c, p->red, p->n_red, lo / n);
+    while (lo < hi) {
+        int64_t len = n - j < hi - lo ? n - j : hi - lo;
+        row(a, base + c.in + j * stride, len, stride);
+        lo += len;
+        j = 0;
+        cursor_next(&c, p->red, p->n_red);
+    }
+}
+
+/* Outer reduction: folds rows [r0, r1) of the reduced dims, columns [j0, j0 + len) of the inner
+ * dim, under `base`, into accs[0..len). */
+static void
+outer_rows(const reduce_plan *p, yt__reduce_rows_fn rows, acc *accs, const char *base, int64_t j0,
+           int64_t len, int64_t r0, int64_t r1)
+{
+    const char *col = base + j0 * p->inner.in_stride;
+    cursor c;
+    cursor_seek(&c, p->red, p->n_red, r0);
+    for (int64_t r = r0; r < r1; r++) {
+        rows(accs, col + c.in, len, p->inner.in_stride);
+        cursor_next(&c, p->red, p->n_red);
+    }
+}
+
+static int64_t
+chunk_count(const reduce_plan *p)
+{
+    return p->inner.reduced ? 1 : (p->inner.size + CHUNK - 1) / CHUNK;
+}
+
+/* Computes work units [lo, hi): one output element each for an inner reduction, one chunk of
+ * CHUNK output columns each for an outer one. */
+static void
+run_units(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, int64_t lo,
+          int64_t hi)
+{
+    int64_t chunks = chunk_count(p);
+    int64_t chunk = lo % chunks;
+    cursor kc;
+    cursor_seek(&kc, p->kept, p->n_kept, lo / chunks);
+    for (int64_t u = lo; u < hi; u++) {
+        const char *base = p->in + kc.in;
+        if (p->inner.reduced) {
+            acc a;
+            loops->init(&a, 1, loops->floating);
+            inner_range(p, loops->row, &a, base, 0, p->red_count * p->inner.size);
+            yt__reduce_store(out, kc.out, 1, &a, 1, loops->divisor);
+        } else {
+            acc accs[CHUNK];
+            int64_t j0 = chunk * CHUNK;
+            int64_t len = p->inner.size - j0 < CHUNK ? p->inner.size - j0 : CHUNK;
+            loops->init(accs, len, loops->floating);
+            outer_rows(p, loops->rows, accs, base, j0, len, 0, p->red_count);
+            yt__reduce_store(out, kc.out + j0 * p->inner.out_stride, p->inner.out_stride, accs, len,
+                             loops->divisor);
+        }
+        if (++chunk == chunks) {
+            chunk = 0;
+            cursor_next(&kc, p->kept, p->n_kept);
+        }
+    }
+}
+
+/* One work unit whose reduction is split across `nth` threads; partial results are combined in
+ * thread order, so the result does not depend on scheduling. */
+static void
+run_unit_split(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, int64_t unit,
+               int nth)
+{
+    int64_t chunks = chunk_count(p);
+    cursor kc;
+    cursor_seek(&kc, p->kept, p->n_kept, unit / chunks);
+    const char *base = p->in + kc.in;
+    int64_t j0 = (unit % chunks) * CHUNK;
+    int64_t len = p->inner.reduced ? 1 : p->inner.size - j0 < CHUNK ? p->inner.size - j0 : CHUNK;
+    /* the space split between threads: elements (inner) or rows (outer) */
+    int64_t space = p->inner.reduced ? p->red_count * p->inner.size : p->red_count;
+    int64_t per = (space + nth - 1) / nth;
+    acc total[CHUNK];
+    loops->init(total, len, loops->floating);
+
+#pragma omp parallel for ordered schedule(static, 1) num_threads(nth)
+    for (int t = 0; t < nth; t++) {
+        int64_t lo = t * per < space ? t * per : space;
+        int64_t hi = lo + per < space ? lo + per : space;
+        acc part[CHUNK];
+        loops->init(part, len, loops->floating);
+        if (p->inner.reduced)
+            inner_range(p, loops->row, part, base, lo, hi);
+        else
+            outer_rows(p, loops->rows, part, base, j0, len, lo, hi);
+#pragma omp ordered
+        loops->combine(total, part, len, loops->floating);
+    }
+    int64_t stride = p->inner.reduced ? 1 : p->inner.out_stride;
+    yt__reduce_store(out, kc.out + j0 * stride, stride, total, len, loops->divisor);
+}
+
+void
+yt__reduce_run(yt_tensor *out, const yt_tensor *in, const int64_t *dim, int dim_len,
+               const yt__reduce_loops *loops)
+{
+    reduce_plan plan;
+    const reduce_plan *p = &plan;
+    plan_reduce(&plan, in, dim, dim_len);
+
+    int nth = in->numel >= YT_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
+    int64_t units = p->kept_count * chunk_count(p);
+    int64_t splittable = p->inner.reduced ? p->red_count * p->inner.size : p->red_count;
+    if (nth > 1 && units < nth && splittable >= 2 * nth) {
+        /* few outputs, much to reduce for each (e.g. a full sum): split each reduction */
+        for (int64_t u = 0; u < units; u++)
+            run_unit_split(p, loops, out, u, nth);
+        return;
+    }
+#pragma omp parallel num_threads(nth) if (nth > 1)
+    {
+        int t = omp_get_thread_num(), n_threads = omp_get_num_threads();
+        int64_t per = (units + n_threads - 1) / n_threads;
+        int64_t lo = t * per < units ? t * per : units;
+        int64_t hi = lo + per < units ? lo + per : units;
+        if (lo < hi)
+            run_units(p, loops, out, lo, hi);
+    }
+}

@@ -1,0 +1,67 @@
+/* The reduction plan and threaded driver shared by the CPU reductions (sum.c, amax.c).
+ *
+ * yt__reduce_run() plans a reduction once per call: dimensions of size 1 are dropped, the others
+ * are ordered by input stride and merged where memory allows, and the innermost (smallest
+ * stride) one decides the loop shape:
+ *   - innermost reduced ("inner" reduction, e.g. over the last dim): each output element is a
+ *     tight loop over contiguous rows (`row`);
+ *   - innermost kept ("outer" reduction, e.g. over dim 0): whole rows are folded into a row of
+ *     accumulators (`rows`), so no inner loop is strided.
+ * It then splits the work between OpenMP threads: across output elements (or chunks of output
+ * columns) when there are enough of them, otherwise across each reduction, with the partial
+ * results combined in thread order so the result does not depend on scheduling.
+ *
+ * The op keeps its typed loops; the driver calls them through function pointers once per row
+ * or per block of accumulators, never per element, so the loops themselves stay tight. */
+#ifndef YT_KERNELS_CPU_REDUCE_PLAN_H
+#define YT_KERNELS_CPU_REDUCE_PLAN_H
+
+#include "kernels.h"
+
+/* Accumulators per outer-reduction work unit (32 KiB, on the stack: fits L1 while rows stream
+ * past). Rows up to this long are read start to end; longer ones in runs of CHUNK elements. */
+#define YT_REDUCE_CHUNK 4096
+
+/* One accumulator: .f for floating inputs; .i (signed) or .u (wrapping) for integral and bool
+ * ones, whichever the op needs. */
+typedef union yt__reduce_acc {
+    double f;
+    int64_t i;
+    uint64_t u;
+} yt__reduce_acc;
+
+/* Folds x[0], x[stride], ..., x[(n - 1) * stride] (stride in bytes) into *acc. */
+typedef void (*yt__reduce_row_fn)(yt__reduce_acc *acc, const char *x, int64_t n, int64_t stride);
+/* Folds x[j * stride] into accs[j] for j < n. */
+typedef void (*yt__reduce_rows_fn)(yt__reduce_acc *accs, const char *x, int64_t n, int64_t stride);
+/* Sets v[0..n) to the op's identity. */
+typedef void (*yt__reduce_init_fn)(yt__reduce_acc *v, int64_t n, bool floating);
+/* Folds part[j] into total[j] for j < n. */
+typedef void (*yt__reduce_combine_fn)(yt__reduce_acc *total, const yt__reduce_acc *part, int64_t n,
+                                      bool floating);
+
+/* What a reduction op hands the driver: its loops for the input's dtype and plain data. */
+typedef struct yt__reduce_loops {
+    yt__reduce_row_fn row;
+    yt__reduce_rows_fn rows;
+    yt__reduce_init_fn init;
+    yt__reduce_combine_fn combine;
+    bool floating;  /* which accumulator member is live; passed to init and combine */
+    double divisor; /* passed to yt__reduce_store: the count for mean, 1 otherwise */
+} yt__reduce_loops;
+
+/* Sets mask[i] for each of the `ndim` dims that `dim` reduces (every dim when dim_len == 0).
+ * `dim` holds wrapped, distinct indices. */
+YT_INTERNAL void yt__reduce_mask(bool *mask, int ndim, const int64_t *dim, int dim_len);
+
+/* Writes v[0..n), divided by `divisor` (floating outputs only), to elements first,
+ * first + stride, ... of contiguous `out`, converting to its dtype (bool: nonzero is true). */
+YT_INTERNAL void yt__reduce_store(yt_tensor *out, int64_t first, int64_t stride,
+                                  const yt__reduce_acc *v, int64_t n, double divisor);
+
+/* Reduces non-empty `in` over `dim` (all dims when dim_len == 0) into contiguous, non-empty
+ * `out` with `loops`, on up to omp_get_max_threads() threads. Cannot fail. */
+YT_INTERNAL void yt__reduce_run(yt_tensor *out, const yt_tensor *in, const int64_t *dim,
+                                int dim_len, const yt__reduce_loops *loops);
+
+#endif
