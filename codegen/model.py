@@ -51,7 +51,7 @@ DTYPE_SETS = {
     "bool": ["bool"],
 }
 
-FAMILIES = ["pointwise", "reduce", "linalg", "shape", "factory", "backward"]
+FAMILIES = ["pointwise", "reduce", "linalg", "shape", "index", "nn", "loss", "factory", "backward"]
 VARIANTS = ["function", "inplace", "out"]
 VARIANT_SUFFIX = {"function": "", "inplace": "_", "out": "_out"}  # yt_mul, yt_mul_, yt_mul_out
 

@@ -5594,7 +5594,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:507 sample 0",
+        .where = "ops.yaml:522 sample 0",
         .n_inputs = 0,
         .call = call_zeros_396,
         .call_inplace = NULL,
@@ -5604,7 +5604,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:515 sample 0",
+        .where = "ops.yaml:530 sample 0",
         .n_inputs = 0,
         .call = call_ones_397,
         .call_inplace = NULL,
@@ -5614,7 +5614,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:523 sample 0",
+        .where = "ops.yaml:538 sample 0",
         .n_inputs = 0,
         .call = call_full_398,
         .call_inplace = NULL,
@@ -5624,7 +5624,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:538 sample 0",
+        .where = "ops.yaml:553 sample 0",
         .n_inputs = 0,
         .call = call_arange_399,
         .call_inplace = NULL,
@@ -5634,7 +5634,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:546 sample 0",
+        .where = "ops.yaml:561 sample 0",
         .n_inputs = 0,
         .call = call_rand_400,
         .call_inplace = NULL,
@@ -5644,7 +5644,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:557 sample 0",
+        .where = "ops.yaml:572 sample 0",
         .n_inputs = 0,
         .call = call_randn_402,
         .call_inplace = NULL,
@@ -5654,7 +5654,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:576 sample 0",
+        .where = "ops.yaml:591 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_404,
@@ -5665,7 +5665,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:576 sample 1",
+        .where = "ops.yaml:591 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_405,
@@ -6052,7 +6052,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:551: is_floating(result_dtype)",
+        .what = "ops.yaml:566: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_401,
         .expect = 0,
@@ -6060,7 +6060,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:562: is_floating(result_dtype)",
+        .what = "ops.yaml:577: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_403,
         .expect = 0,
