@@ -170,7 +170,7 @@ def parse_schema(text: str, loc: Loc) -> Schema:
 # ---------------------------------------------------------------- ops.yaml
 
 OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "result_dtype",
-           "dims", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "doc"]
+           "dims", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "torch", "doc"]
 DOMAINS = ["positive", "nonzero"]
 
 
@@ -257,6 +257,7 @@ def parse_op(node: Node) -> Op:
     if family is None:
         raise SpecError(loc, f"{fn}: missing 'family' ({', '.join(FAMILIES)})")
     doc = get_str("doc")
+    torch_ref = get_str("torch")
     if not doc:
         raise SpecError(loc, f"{fn}: missing 'doc'")
     variants = ["function"]
@@ -395,7 +396,8 @@ def parse_op(node: Node) -> Op:
     return Op(schema=schema, loc=loc, family=family, variants=variants, dtypes=dtypes, broadcast=broadcast,
               promote=promote, same_dtype=same_dtype, result_dtype=result_dtype, dims=dims, checks=checks,
               shape=shape, impl=impl, pointwise=pointwise, pointwise_loc=pointwise_loc, dispatch=dispatch,
-              impl_fn=impl_fn, domain=domain, samples=samples, samples_loc=samples_loc, doc=doc)
+              impl_fn=impl_fn, domain=domain, samples=samples, samples_loc=samples_loc, doc=doc,
+              torch_ref=torch_ref)
 
 
 def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
