@@ -3420,56 +3420,556 @@ error_matmul_364(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_t_365(yt_tensor *const *inputs, void *ctx)
+call_bmm_365(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_366(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_367(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_368(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_369(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_370(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_372(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_bmm_373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_374(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_376(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_378(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_addmm_379(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_381(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_383(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_385(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_387(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addmm_388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_389(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_391(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_393(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_baddbmm_395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_baddbmm_396(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
+                                         yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_398(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_400(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_baddbmm_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_dot_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_t_427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_366(yt_tensor *const *inputs, void *ctx)
+call_t_428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_367(yt_tensor *const *inputs, void *ctx)
+error_t_429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_368(yt_tensor *const *inputs, void *ctx)
+call_transpose_430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_369(yt_tensor *const *inputs, void *ctx)
+call_transpose_431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_370(yt_tensor *const *inputs, void *ctx)
+error_transpose_432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_371(yt_tensor *const *inputs, void *ctx)
+error_transpose_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_372(yt_tensor *const *inputs, void *ctx)
+call_permute_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -3477,7 +3977,7 @@ call_permute_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_373(yt_tensor *const *inputs, void *ctx)
+error_permute_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3485,7 +3985,7 @@ error_permute_373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_374(yt_tensor *const *inputs, void *ctx)
+error_permute_436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3493,7 +3993,7 @@ error_permute_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_375(yt_tensor *const *inputs, void *ctx)
+call_view_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -3501,7 +4001,7 @@ call_view_375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_376(yt_tensor *const *inputs, void *ctx)
+call_view_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -3509,7 +4009,7 @@ call_view_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_377(yt_tensor *const *inputs, void *ctx)
+call_reshape_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -3517,7 +4017,7 @@ call_reshape_377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_378(yt_tensor *const *inputs, void *ctx)
+call_reshape_440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -3525,7 +4025,7 @@ call_reshape_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_379(yt_tensor *const *inputs, void *ctx)
+call_expand_441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -3533,7 +4033,7 @@ call_expand_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_380(yt_tensor *const *inputs, void *ctx)
+call_expand_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -3541,112 +4041,112 @@ call_expand_380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_381(yt_tensor *const *inputs, void *ctx)
+call_squeeze_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_382(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_383(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_384(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_385(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_386(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_387(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_388(yt_tensor *const *inputs, void *ctx)
+call_slice_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_389(yt_tensor *const *inputs, void *ctx)
+call_slice_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_390(yt_tensor *const *inputs, void *ctx)
+error_slice_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_391(yt_tensor *const *inputs, void *ctx)
+error_slice_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_392(yt_tensor *const *inputs, void *ctx)
+call_select_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_393(yt_tensor *const *inputs, void *ctx)
+call_select_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_394(yt_tensor *const *inputs, void *ctx)
+error_select_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_395(yt_tensor *const *inputs, void *ctx)
+call_contiguous_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_396(yt_tensor *const *inputs, void *ctx)
+call_zeros_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3655,7 +4155,7 @@ call_zeros_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_397(yt_tensor *const *inputs, void *ctx)
+call_ones_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3664,7 +4164,7 @@ call_ones_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_398(yt_tensor *const *inputs, void *ctx)
+call_full_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3673,7 +4173,7 @@ call_full_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_399(yt_tensor *const *inputs, void *ctx)
+call_arange_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3681,7 +4181,7 @@ call_arange_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_400(yt_tensor *const *inputs, void *ctx)
+call_rand_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3690,7 +4190,7 @@ call_rand_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_401(yt_tensor *const *inputs, void *ctx)
+error_rand_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3699,7 +4199,7 @@ error_rand_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_402(yt_tensor *const *inputs, void *ctx)
+call_randn_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3708,7 +4208,7 @@ call_randn_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_403(yt_tensor *const *inputs, void *ctx)
+error_randn_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3717,7 +4217,7 @@ error_randn_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_404(yt_tensor *const *inputs, void *ctx)
+call_sum_to_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3725,7 +4225,7 @@ call_sum_to_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_405(yt_tensor *const *inputs, void *ctx)
+call_sum_to_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5360,11 +5860,279 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "bmm",
+        .where = "ops.yaml:388 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_365,
+        .call_inplace = NULL,
+        .call_out = out_bmm_366,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:388 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "mat2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_bmm_367,
+        .call_inplace = NULL,
+        .call_out = out_bmm_368,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:388 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_369,
+        .call_inplace = NULL,
+        .call_out = out_bmm_370,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:388 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_371,
+        .call_inplace = NULL,
+        .call_out = out_bmm_372,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:415 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_378,
+        .call_inplace = NULL,
+        .call_out = out_addmm_379,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:415 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_addmm_380,
+        .call_inplace = NULL,
+        .call_out = out_addmm_381,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:415 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_382,
+        .call_inplace = NULL,
+        .call_out = out_addmm_383,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:415 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_384,
+        .call_inplace = NULL,
+        .call_out = out_addmm_385,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:415 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_386,
+        .call_inplace = NULL,
+        .call_out = out_addmm_387,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:447 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_395,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_396,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:447 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_397,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_398,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:447 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_baddbmm_399,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_400,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:447 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_401,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_402,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:447 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_403,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_404,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:468 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_414,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:468 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:468 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:485 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_421,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:485 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:485 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_423,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:382 sample 0",
+        .where = "ops.yaml:501 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_365,
+        .call = call_t_427,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5372,10 +6140,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:382 sample 1",
+        .where = "ops.yaml:501 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_366,
+        .call = call_t_428,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5383,10 +6151,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 0",
+        .where = "ops.yaml:512 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_368,
+        .call = call_transpose_430,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5394,10 +6162,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 1",
+        .where = "ops.yaml:512 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_369,
+        .call = call_transpose_431,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5405,10 +6173,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:407 sample 0",
+        .where = "ops.yaml:526 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_372,
+        .call = call_permute_434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5416,10 +6184,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 0",
+        .where = "ops.yaml:535 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_375,
+        .call = call_view_437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5427,10 +6195,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 1",
+        .where = "ops.yaml:535 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_376,
+        .call = call_view_438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5438,10 +6206,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 0",
+        .where = "ops.yaml:545 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_377,
+        .call = call_reshape_439,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5449,11 +6217,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 1",
+        .where = "ops.yaml:545 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_378,
+        .call = call_reshape_440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5461,10 +6229,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 0",
+        .where = "ops.yaml:555 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_379,
+        .call = call_expand_441,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5472,10 +6240,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 1",
+        .where = "ops.yaml:555 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_380,
+        .call = call_expand_442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5483,10 +6251,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:446 sample 0",
+        .where = "ops.yaml:565 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_381,
+        .call = call_squeeze_443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5494,10 +6262,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 0",
+        .where = "ops.yaml:575 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_382,
+        .call = call_squeeze_dim_444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5505,10 +6273,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 1",
+        .where = "ops.yaml:575 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_383,
+        .call = call_squeeze_dim_445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5516,10 +6284,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 0",
+        .where = "ops.yaml:586 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_385,
+        .call = call_unsqueeze_447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5527,10 +6295,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 1",
+        .where = "ops.yaml:586 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_386,
+        .call = call_unsqueeze_448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5538,10 +6306,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 0",
+        .where = "ops.yaml:600 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_388,
+        .call = call_slice_450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5549,10 +6317,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 1",
+        .where = "ops.yaml:600 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_389,
+        .call = call_slice_451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5560,10 +6328,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 0",
+        .where = "ops.yaml:611 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_392,
+        .call = call_select_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5571,10 +6339,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 1",
+        .where = "ops.yaml:611 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_393,
+        .call = call_select_455,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5582,11 +6350,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:502 sample 0",
+        .where = "ops.yaml:621 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_395,
+        .call = call_contiguous_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5594,9 +6362,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:522 sample 0",
+        .where = "ops.yaml:641 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_396,
+        .call = call_zeros_458,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5604,9 +6372,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:530 sample 0",
+        .where = "ops.yaml:649 sample 0",
         .n_inputs = 0,
-        .call = call_ones_397,
+        .call = call_ones_459,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5614,9 +6382,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:538 sample 0",
+        .where = "ops.yaml:657 sample 0",
         .n_inputs = 0,
-        .call = call_full_398,
+        .call = call_full_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5624,9 +6392,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:553 sample 0",
+        .where = "ops.yaml:672 sample 0",
         .n_inputs = 0,
-        .call = call_arange_399,
+        .call = call_arange_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5634,9 +6402,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:561 sample 0",
+        .where = "ops.yaml:680 sample 0",
         .n_inputs = 0,
-        .call = call_rand_400,
+        .call = call_rand_462,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5644,9 +6412,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:572 sample 0",
+        .where = "ops.yaml:691 sample 0",
         .n_inputs = 0,
-        .call = call_randn_402,
+        .call = call_randn_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5654,10 +6422,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 0",
+        .where = "ops.yaml:710 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_404,
+        .call = call_sum_to_466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5665,10 +6433,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 1",
+        .where = "ops.yaml:710 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_405,
+        .call = call_sum_to_467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5961,108 +6729,406 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "matmul: ",
     },
     {
+        .op = "bmm",
+        .what = "ops.yaml:377: self.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_373,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:379: mat2.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_374,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:381: self.size(0) == mat2.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_375,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:383: self.size(2) == mat2.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_376,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:371: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_377,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:400: mat1.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_388,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:402: mat2.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_389,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:404: mat1.size(1) == mat2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_390,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:406: self.dim <= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_391,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:408: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_392,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:410: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_393,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:394: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_394,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:428: batch1.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_405,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:430: batch2.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_406,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:432: batch1.size(0) == batch2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_407,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:434: batch1.size(2) == batch2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_408,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:436: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_409,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:438: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_410,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:440: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_411,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:442: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_412,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:422: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_413,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:460: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_417,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:462: tensor.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_418,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:464: self.size(0) == tensor.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_419,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:454: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_420,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:479: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_424,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:481: vec2.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_425,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:473: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_426,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "outer: ",
+    },
+    {
         .op = "t",
-        .what = "ops.yaml:378: self.dim <= 2",
+        .what = "ops.yaml:497: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_367,
+        .call = error_t_429,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim0 out of range",
+        .what = "ops.yaml:505: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_370,
+        .call = error_transpose_432,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim1 out of range",
+        .what = "ops.yaml:505: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_371,
+        .call = error_transpose_433,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:403: len(dims) == self.dim",
+        .what = "ops.yaml:522: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_373,
+        .call = error_permute_435,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:397: dims out of range",
+        .what = "ops.yaml:516: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_374,
+        .call = error_permute_436,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:449: dim out of range",
+        .what = "ops.yaml:568: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_384,
+        .call = error_squeeze_dim_446,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:460: dim out of range",
+        .what = "ops.yaml:579: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_387,
+        .call = error_unsqueeze_449,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:477: step > 0",
+        .what = "ops.yaml:596: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_390,
+        .call = error_slice_452,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:471: dim out of range",
+        .what = "ops.yaml:590: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_391,
+        .call = error_slice_453,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:485: dim out of range",
+        .what = "ops.yaml:604: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_394,
+        .call = error_select_456,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:566: is_floating(result_dtype)",
+        .what = "ops.yaml:685: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_401,
+        .call = error_rand_463,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:577: is_floating(result_dtype)",
+        .what = "ops.yaml:696: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_403,
+        .call = error_randn_465,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
