@@ -36,20 +36,19 @@ typedef struct {
  * tiles with unit column stride are updated with vector loads and stores; the rest through a
  * tile on the stack. */
 #define DEFINE_UKR(NAME, T, TARGET, VT, LANES, MR, ZERO, LOADU, STOREU, SET1, FMADD, MUL)          \
-    __attribute__((target(TARGET))) static void NAME(int64_t kc, const T *restrict pa,           \
-                                                     const T *restrict pb, T *restrict c,          \
-                                                     int64_t rsc, int64_t csc, T alpha, T beta,    \
-                                                     int mh, int nw)                               \
+    __attribute__((target(TARGET))) static void NAME(                                              \
+        int64_t kc, const T *restrict pa, const T *restrict pb, T *restrict c, int64_t rsc,        \
+        int64_t csc, T alpha, T beta, int mh, int nw)                                              \
     {                                                                                              \
         VT acc0[MR], acc1[MR];                                                                     \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                     \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                      \
         {                                                                                          \
             acc0[i] = ZERO();                                                                      \
             acc1[i] = ZERO();                                                                      \
         }                                                                                          \
         for (int64_t p = 0; p < kc; p++) {                                                         \
             VT b0 = LOADU(pb), b1 = LOADU(pb + LANES);                                             \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                 \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                  \
             {                                                                                      \
                 VT ai = SET1(pa[i]);                                                               \
                 acc0[i] = FMADD(ai, b0, acc0[i]);                                                  \
@@ -60,7 +59,7 @@ typedef struct {
         }                                                                                          \
         VT va = SET1(alpha);                                                                       \
         if (mh == MR && nw == 2 * LANES && csc == 1) {                                             \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                 \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                  \
             {                                                                                      \
                 T *ci = c + i * rsc;                                                               \
                 VT r0 = MUL(acc0[i], va), r1 = MUL(acc1[i], va);                                   \
@@ -75,7 +74,7 @@ typedef struct {
             return;                                                                                \
         }                                                                                          \
         T tile[MR][2 * LANES];                                                                     \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                     \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                      \
         {                                                                                          \
             STOREU(tile[i], MUL(acc0[i], va));                                                     \
             STOREU(tile[i] + LANES, MUL(acc1[i], va));                                             \
@@ -120,10 +119,10 @@ detect(void)
     return v;
 }
 
-bool
-yt__gemm_small_available(void)
+int
+yt__gemm_small_level(void)
 {
-    return detect() > 0;
+    return detect();
 }
 
 const char *
@@ -147,13 +146,13 @@ info_d(void)
 
 /* ---------------------------------------------------------------- the per-type bodies */
 
-#define T float
+#define T   float
 #define SFX s
 #include "gemm_small_impl.h"
 #undef T
 #undef SFX
 
-#define T double
+#define T   double
 #define SFX d
 #include "gemm_small_impl.h"
 #undef T
@@ -185,9 +184,9 @@ better_transposed(int64_t m, int64_t n, int64_t k, int mr, int nr, int64_t rsc, 
 /* Splits C into `threads` column (or row) strips in whole micro-tiles and runs one body per
  * thread. */
 #define DEFINE_DRIVER(NAME, T, INFO, BODY)                                                         \
-    yt_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa,              \
-                   int64_t csa, const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc,   \
-                   int64_t csc, int threads)                                                       \
+    yt_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, \
+                   const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, int64_t csc,   \
+                   int threads)                                                                    \
     {                                                                                              \
         INFO u = CAT2(info_, SFX2)();                                                              \
         if (better_transposed(m, n, k, u.mr, u.nr, rsc, csc)) {                                    \
@@ -239,7 +238,7 @@ better_transposed(int64_t m, int64_t n, int64_t k, int mr, int nr, int64_t rsc, 
     }
 
 #define CAT2_(a, b) a##b
-#define CAT2(a, b) CAT2_(a, b)
+#define CAT2(a, b)  CAT2_(a, b)
 
 #define SFX2 s
 DEFINE_DRIVER(yt__gemm_small_s, float, ukr_info_s, small_gemm_s)

@@ -4,8 +4,8 @@
  * target attributes) use vector instructions. */
 
 #define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define FN(name) CAT(name, SFX)
+#define CAT(a, b)  CAT_(a, b)
+#define FN(name)   CAT(name, SFX)
 
 /* A's rows [0, rows) x cols [0, kc) into MR-row micro-panels: for each p, MR values of column p
  * (rows past `rows` are zero). Reads any strides: p outer, i inner walks rsa-strided rows. */
@@ -66,7 +66,7 @@ FN(pack_b_)(int64_t kc, int64_t cols, const T *b, int64_t rsb, int64_t csb, int 
  * Loops: kc blocks of k (B's block packed once per kc block and column block), MC-row blocks of
  * A packed into L2, then MR x NR tiles with the B micro-panel reused from L1 across the rows. */
 static yt_status
-FN(small_gemm_)(const FN(ukr_info_) *u, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
+FN(small_gemm_)(const FN(ukr_info_) * u, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
                 int64_t rsa, int64_t csa, const T *b, int64_t rsb, int64_t csb, T beta, T *c,
                 int64_t rsc, int64_t csc)
 {
