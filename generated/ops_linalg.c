@@ -162,7 +162,7 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:371; backward from derivatives.yaml:165 */
+ * from ops.yaml:377; backward from derivatives.yaml:165 */
 yt_tensor *
 yt_bmm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -220,7 +220,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:371; backward from derivatives.yaml:165 */
+ * from ops.yaml:377; backward from derivatives.yaml:165 */
 yt_status
 yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -293,7 +293,7 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:394; backward from derivatives.yaml:169 */
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
 yt_tensor *
 yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -301,7 +301,7 @@ yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:394; backward from derivatives.yaml:169 */
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
 yt_tensor *
 yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, yt_scalar alpha)
 {
@@ -386,7 +386,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:394; backward from derivatives.yaml:169 */
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
 yt_status
 yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -394,7 +394,7 @@ yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:394; backward from derivatives.yaml:169 */
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
 yt_status
 yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
                 yt_scalar alpha)
@@ -497,7 +497,7 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:174 */
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
 yt_tensor *
 yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -505,7 +505,7 @@ yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:174 */
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
 yt_tensor *
 yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar beta,
               yt_scalar alpha)
@@ -603,7 +603,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:174 */
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
 yt_status
 yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -611,7 +611,7 @@ yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *ba
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:174 */
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
 yt_status
 yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
                   yt_scalar beta, yt_scalar alpha)
@@ -729,7 +729,7 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
 }
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
- * from ops.yaml:454 */
+ * from ops.yaml:460 */
 yt_tensor *
 yt_dot(yt_tensor *self, yt_tensor *tensor)
 {
@@ -763,7 +763,7 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
 }
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
- * from ops.yaml:473 */
+ * from ops.yaml:479 */
 yt_tensor *
 yt_outer(yt_tensor *self, yt_tensor *vec2)
 {

@@ -160,7 +160,7 @@ static const op_info registry[] = {
     {
         .schema = "matmul(Tensor self, Tensor other) -> Tensor",
         .doc =
-            "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched).",
+            "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with broadcast batch dims, through one bmm).",
     },
     {
         .schema = "bmm(Tensor self, Tensor mat2) -> Tensor",

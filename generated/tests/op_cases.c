@@ -3399,78 +3399,66 @@ call_matmul_361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_362(yt_tensor *const *inputs, void *ctx)
+call_matmul_362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_363(yt_tensor *const *inputs, void *ctx)
+call_matmul_363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_364(yt_tensor *const *inputs, void *ctx)
+call_matmul_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_365(yt_tensor *const *inputs, void *ctx)
+call_matmul_365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_366(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_bmm_367(yt_tensor *const *inputs, void *ctx)
+call_matmul_366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_368(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_bmm_369(yt_tensor *const *inputs, void *ctx)
+call_matmul_367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_370(yt_tensor *const *inputs, void *ctx)
+error_matmul_368(yt_tensor *const *inputs, void *ctx)
 {
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_369(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -3492,53 +3480,17 @@ out_bmm_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_373(yt_tensor *const *inputs, void *ctx)
+call_bmm_373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_374(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-error_bmm_375(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-error_bmm_376(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-error_bmm_377(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_bmm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_addmm_378(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
-}
-
-static yt_tensor *
-out_addmm_379(yt_tensor *const *inputs, void *ctx)
+out_bmm_374(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2)) != YT_OK) {
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -3546,18 +3498,17 @@ out_addmm_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_380(yt_tensor *const *inputs, void *ctx)
+call_bmm_375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_addmm_381(yt_tensor *const *inputs, void *ctx)
+out_bmm_376(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -3565,29 +3516,63 @@ out_addmm_381(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_382(yt_tensor *const *inputs, void *ctx)
+call_bmm_377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_addmm_383(yt_tensor *const *inputs, void *ctx)
+out_bmm_378(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
         yt_release(out);
         return NULL;
     }
     return out;
+}
+
+static yt_tensor *
+error_bmm_379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
 call_addmm_384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
@@ -3595,7 +3580,7 @@ out_addmm_385(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
-        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -3622,124 +3607,124 @@ out_addmm_387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_388(yt_tensor *const *inputs, void *ctx)
+call_addmm_388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_389(yt_tensor *const *inputs, void *ctx)
+out_addmm_389(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_391(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_390(yt_tensor *const *inputs, void *ctx)
+out_addmm_393(yt_tensor *const *inputs, void *ctx)
 {
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_addmm_391(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_addmm_392(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_addmm_393(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 static yt_tensor *
 error_addmm_394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
-}
-
-static yt_tensor *
-call_baddbmm_395(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
-}
-
-static yt_tensor *
-out_baddbmm_396(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
-                                         yt_int(2)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_baddbmm_397(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-out_baddbmm_398(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static yt_tensor *
-call_baddbmm_399(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-out_baddbmm_400(yt_tensor *const *inputs, void *ctx)
-{
-    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
-        yt_release(out);
-        return NULL;
-    }
-    return out;
 }
 
 static yt_tensor *
 call_baddbmm_401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
 out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL &&
-        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
+                                         yt_int(2)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -3766,45 +3751,60 @@ out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_405(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_407(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
 {
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_409(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_410(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
 }
 
 static yt_tensor *
@@ -3825,151 +3825,193 @@ static yt_tensor *
 error_baddbmm_413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_414(yt_tensor *const *inputs, void *ctx)
+call_dot_420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_415(yt_tensor *const *inputs, void *ctx)
+call_dot_421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_416(yt_tensor *const *inputs, void *ctx)
+call_dot_422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_417(yt_tensor *const *inputs, void *ctx)
+error_dot_423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_418(yt_tensor *const *inputs, void *ctx)
+error_dot_424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_419(yt_tensor *const *inputs, void *ctx)
+error_dot_425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_420(yt_tensor *const *inputs, void *ctx)
+error_dot_426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_421(yt_tensor *const *inputs, void *ctx)
+call_outer_427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_422(yt_tensor *const *inputs, void *ctx)
+call_outer_428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_423(yt_tensor *const *inputs, void *ctx)
+call_outer_429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_424(yt_tensor *const *inputs, void *ctx)
+error_outer_430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_425(yt_tensor *const *inputs, void *ctx)
+error_outer_431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_426(yt_tensor *const *inputs, void *ctx)
+error_outer_432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_427(yt_tensor *const *inputs, void *ctx)
+call_t_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_428(yt_tensor *const *inputs, void *ctx)
+call_t_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_429(yt_tensor *const *inputs, void *ctx)
+error_t_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_430(yt_tensor *const *inputs, void *ctx)
+call_transpose_436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_431(yt_tensor *const *inputs, void *ctx)
+call_transpose_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_432(yt_tensor *const *inputs, void *ctx)
+error_transpose_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_433(yt_tensor *const *inputs, void *ctx)
+error_transpose_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_434(yt_tensor *const *inputs, void *ctx)
+call_permute_440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -3977,7 +4019,7 @@ call_permute_434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_435(yt_tensor *const *inputs, void *ctx)
+error_permute_441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3985,7 +4027,7 @@ error_permute_435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_436(yt_tensor *const *inputs, void *ctx)
+error_permute_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3993,7 +4035,7 @@ error_permute_436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_437(yt_tensor *const *inputs, void *ctx)
+call_view_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -4001,7 +4043,7 @@ call_view_437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_438(yt_tensor *const *inputs, void *ctx)
+call_view_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -4009,7 +4051,7 @@ call_view_438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_439(yt_tensor *const *inputs, void *ctx)
+call_reshape_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -4017,7 +4059,7 @@ call_reshape_439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_440(yt_tensor *const *inputs, void *ctx)
+call_reshape_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -4025,7 +4067,7 @@ call_reshape_440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_441(yt_tensor *const *inputs, void *ctx)
+call_expand_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -4033,7 +4075,7 @@ call_expand_441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_442(yt_tensor *const *inputs, void *ctx)
+call_expand_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -4041,112 +4083,112 @@ call_expand_442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_443(yt_tensor *const *inputs, void *ctx)
+call_squeeze_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_444(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_445(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_446(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_447(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_448(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_449(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_450(yt_tensor *const *inputs, void *ctx)
+call_slice_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_451(yt_tensor *const *inputs, void *ctx)
+call_slice_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_452(yt_tensor *const *inputs, void *ctx)
+error_slice_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_453(yt_tensor *const *inputs, void *ctx)
+error_slice_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_454(yt_tensor *const *inputs, void *ctx)
+call_select_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_455(yt_tensor *const *inputs, void *ctx)
+call_select_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_456(yt_tensor *const *inputs, void *ctx)
+error_select_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_457(yt_tensor *const *inputs, void *ctx)
+call_contiguous_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_458(yt_tensor *const *inputs, void *ctx)
+call_zeros_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4155,7 +4197,7 @@ call_zeros_458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_459(yt_tensor *const *inputs, void *ctx)
+call_ones_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4164,7 +4206,7 @@ call_ones_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_460(yt_tensor *const *inputs, void *ctx)
+call_full_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4173,7 +4215,7 @@ call_full_460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_461(yt_tensor *const *inputs, void *ctx)
+call_arange_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4181,7 +4223,7 @@ call_arange_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_462(yt_tensor *const *inputs, void *ctx)
+call_rand_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4190,7 +4232,7 @@ call_rand_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_463(yt_tensor *const *inputs, void *ctx)
+error_rand_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4199,7 +4241,7 @@ error_rand_463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_464(yt_tensor *const *inputs, void *ctx)
+call_randn_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4208,7 +4250,7 @@ call_randn_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_465(yt_tensor *const *inputs, void *ctx)
+error_randn_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4217,7 +4259,7 @@ error_randn_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_466(yt_tensor *const *inputs, void *ctx)
+call_sum_to_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4225,7 +4267,7 @@ call_sum_to_466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_467(yt_tensor *const *inputs, void *ctx)
+call_sum_to_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5860,20 +5902,100 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_362,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_363,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_364,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_365,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_366,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_367,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "bmm",
-        .where = "ops.yaml:388 sample 0",
+        .where = "ops.yaml:394 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_365,
+        .call = call_bmm_371,
         .call_inplace = NULL,
-        .call_out = out_bmm_366,
+        .call_out = out_bmm_372,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:388 sample 1",
+        .where = "ops.yaml:394 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -5885,84 +6007,43 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_367,
+        .call = call_bmm_373,
         .call_inplace = NULL,
-        .call_out = out_bmm_368,
+        .call_out = out_bmm_374,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:388 sample 2",
+        .where = "ops.yaml:394 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_369,
+        .call = call_bmm_375,
         .call_inplace = NULL,
-        .call_out = out_bmm_370,
+        .call_out = out_bmm_376,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:388 sample 3",
+        .where = "ops.yaml:394 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_371,
+        .call = call_bmm_377,
         .call_inplace = NULL,
-        .call_out = out_bmm_372,
+        .call_out = out_bmm_378,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:415 sample 0",
+        .where = "ops.yaml:421 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_378,
-        .call_inplace = NULL,
-        .call_out = out_addmm_379,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "addmm",
-        .where = "ops.yaml:415 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[2] =
-            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_380,
-        .call_inplace = NULL,
-        .call_out = out_addmm_381,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "addmm",
-        .where = "ops.yaml:415 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_382,
-        .call_inplace = NULL,
-        .call_out = out_addmm_383,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "addmm",
-        .where = "ops.yaml:415 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .call = call_addmm_384,
         .call_inplace = NULL,
         .call_out = out_addmm_385,
@@ -5971,11 +6052,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:415 sample 4",
+        .where = "ops.yaml:421 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_addmm_386,
         .call_inplace = NULL,
         .call_out = out_addmm_387,
@@ -5983,59 +6066,51 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_388,
+        .call_inplace = NULL,
+        .call_out = out_addmm_389,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_390,
+        .call_inplace = NULL,
+        .call_out = out_addmm_391,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_392,
+        .call_inplace = NULL,
+        .call_out = out_addmm_393,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "baddbmm",
-        .where = "ops.yaml:447 sample 0",
+        .where = "ops.yaml:453 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_395,
-        .call_inplace = NULL,
-        .call_out = out_baddbmm_396,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "baddbmm",
-        .where = "ops.yaml:447 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_397,
-        .call_inplace = NULL,
-        .call_out = out_baddbmm_398,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "baddbmm",
-        .where = "ops.yaml:447 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2",
-                      .dim = 3,
-                      .sizes = {2, 5, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .call = call_baddbmm_399,
-        .call_inplace = NULL,
-        .call_out = out_baddbmm_400,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "baddbmm",
-        .where = "ops.yaml:447 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
         .call = call_baddbmm_401,
         .call_inplace = NULL,
         .call_out = out_baddbmm_402,
@@ -6044,11 +6119,15 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:447 sample 4",
+        .where = "ops.yaml:453 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_baddbmm_403,
         .call_inplace = NULL,
         .call_out = out_baddbmm_404,
@@ -6056,12 +6135,55 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_baddbmm_405,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_406,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_407,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_408,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_409,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_410,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "dot",
-        .where = "ops.yaml:468 sample 0",
+        .where = "ops.yaml:474 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_414,
+        .call = call_dot_420,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6069,11 +6191,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:468 sample 1",
+        .where = "ops.yaml:474 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_415,
+        .call = call_dot_421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6081,11 +6203,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:468 sample 2",
+        .where = "ops.yaml:474 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_416,
+        .call = call_dot_422,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6093,11 +6215,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:485 sample 0",
+        .where = "ops.yaml:491 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_421,
+        .call = call_outer_427,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6105,11 +6227,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:485 sample 1",
+        .where = "ops.yaml:491 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_422,
+        .call = call_outer_428,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6117,11 +6239,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:485 sample 2",
+        .where = "ops.yaml:491 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_423,
+        .call = call_outer_429,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6129,10 +6251,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:501 sample 0",
+        .where = "ops.yaml:507 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_427,
+        .call = call_t_433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6140,10 +6262,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:501 sample 1",
+        .where = "ops.yaml:507 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_428,
+        .call = call_t_434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6151,10 +6273,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:512 sample 0",
+        .where = "ops.yaml:518 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_430,
+        .call = call_transpose_436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6162,10 +6284,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:512 sample 1",
+        .where = "ops.yaml:518 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_431,
+        .call = call_transpose_437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6173,10 +6295,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:526 sample 0",
+        .where = "ops.yaml:532 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_434,
+        .call = call_permute_440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6184,10 +6306,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:535 sample 0",
+        .where = "ops.yaml:541 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_437,
+        .call = call_view_443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6195,10 +6317,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:535 sample 1",
+        .where = "ops.yaml:541 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_438,
+        .call = call_view_444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6206,10 +6328,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:545 sample 0",
+        .where = "ops.yaml:551 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_439,
+        .call = call_reshape_445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6217,11 +6339,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:545 sample 1",
+        .where = "ops.yaml:551 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_440,
+        .call = call_reshape_446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6229,10 +6351,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:555 sample 0",
+        .where = "ops.yaml:561 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_441,
+        .call = call_expand_447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6240,10 +6362,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:555 sample 1",
+        .where = "ops.yaml:561 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_442,
+        .call = call_expand_448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6251,10 +6373,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:565 sample 0",
+        .where = "ops.yaml:571 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_443,
+        .call = call_squeeze_449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6262,10 +6384,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:575 sample 0",
+        .where = "ops.yaml:581 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_444,
+        .call = call_squeeze_dim_450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6273,10 +6395,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:575 sample 1",
+        .where = "ops.yaml:581 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_445,
+        .call = call_squeeze_dim_451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6284,10 +6406,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:586 sample 0",
+        .where = "ops.yaml:592 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_447,
+        .call = call_unsqueeze_453,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6295,10 +6417,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:586 sample 1",
+        .where = "ops.yaml:592 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_448,
+        .call = call_unsqueeze_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6306,10 +6428,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:600 sample 0",
+        .where = "ops.yaml:606 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_450,
+        .call = call_slice_456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6317,10 +6439,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:600 sample 1",
+        .where = "ops.yaml:606 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_451,
+        .call = call_slice_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6328,10 +6450,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:611 sample 0",
+        .where = "ops.yaml:617 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_454,
+        .call = call_select_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6339,10 +6461,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:611 sample 1",
+        .where = "ops.yaml:617 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_455,
+        .call = call_select_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6350,11 +6472,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:621 sample 0",
+        .where = "ops.yaml:627 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_457,
+        .call = call_contiguous_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6362,9 +6484,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:641 sample 0",
+        .where = "ops.yaml:647 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_458,
+        .call = call_zeros_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6372,9 +6494,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:649 sample 0",
+        .where = "ops.yaml:655 sample 0",
         .n_inputs = 0,
-        .call = call_ones_459,
+        .call = call_ones_465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6382,9 +6504,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:657 sample 0",
+        .where = "ops.yaml:663 sample 0",
         .n_inputs = 0,
-        .call = call_full_460,
+        .call = call_full_466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6392,9 +6514,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:672 sample 0",
+        .where = "ops.yaml:678 sample 0",
         .n_inputs = 0,
-        .call = call_arange_461,
+        .call = call_arange_467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6402,9 +6524,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:680 sample 0",
+        .where = "ops.yaml:686 sample 0",
         .n_inputs = 0,
-        .call = call_rand_462,
+        .call = call_rand_468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6412,9 +6534,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:691 sample 0",
+        .where = "ops.yaml:697 sample 0",
         .n_inputs = 0,
-        .call = call_randn_464,
+        .call = call_randn_470,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6422,10 +6544,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:710 sample 0",
+        .where = "ops.yaml:716 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_466,
+        .call = call_sum_to_472,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6433,10 +6555,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:710 sample 1",
+        .where = "ops.yaml:716 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_467,
+        .call = call_sum_to_473,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6704,7 +6826,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_362,
+        .call = error_matmul_368,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -6714,7 +6836,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_363,
+        .call = error_matmul_369,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -6724,211 +6846,143 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_364,
+        .call = error_matmul_370,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:377: self.dim == 3",
+        .what = "ops.yaml:383: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_373,
+        .call = error_bmm_379,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:379: mat2.dim == 3",
+        .what = "ops.yaml:385: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_374,
+        .call = error_bmm_380,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:381: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:387: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_375,
+        .call = error_bmm_381,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:383: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:389: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_376,
+        .call = error_bmm_382,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:371: dtype of self",
+        .what = "ops.yaml:377: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_377,
+        .call = error_bmm_383,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:400: mat1.dim == 2",
+        .what = "ops.yaml:406: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_388,
+        .call = error_addmm_394,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:402: mat2.dim == 2",
+        .what = "ops.yaml:408: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_389,
+        .call = error_addmm_395,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:404: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:410: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_390,
+        .call = error_addmm_396,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:406: self.dim <= 2",
+        .what = "ops.yaml:412: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_391,
+        .call = error_addmm_397,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:408: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .what = "ops.yaml:414: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_392,
+        .call = error_addmm_398,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:410: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what = "ops.yaml:416: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_393,
+        .call = error_addmm_399,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:394: dtype of self",
+        .what = "ops.yaml:400: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_394,
+        .call = error_addmm_400,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:428: batch1.dim == 3",
+        .what = "ops.yaml:434: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_405,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:430: batch2.dim == 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_406,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:432: batch1.size(0) == batch2.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_407,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:434: batch1.size(2) == batch2.size(1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_408,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:436: self.dim <= 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_409,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what =
-            "ops.yaml:438: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_410,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what =
-            "ops.yaml:440: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_411,
         .expect = 0,
@@ -6936,199 +6990,267 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:442: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what = "ops.yaml:436: batch2.dim == 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_412,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:422: dtype of self",
+        .what = "ops.yaml:438: batch1.size(0) == batch2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_413,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:440: batch1.size(2) == batch2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_414,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:442: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_415,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:444: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_416,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:446: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_417,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:448: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_418,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:428: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_413,
+        .call = error_baddbmm_419,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:460: self.dim == 1",
+        .what = "ops.yaml:466: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_417,
+        .call = error_dot_423,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:462: tensor.dim == 1",
+        .what = "ops.yaml:468: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_418,
+        .call = error_dot_424,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:464: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:470: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_419,
+        .call = error_dot_425,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:454: dtype of self",
+        .what = "ops.yaml:460: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_420,
+        .call = error_dot_426,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:479: self.dim == 1",
+        .what = "ops.yaml:485: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_424,
+        .call = error_outer_430,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:481: vec2.dim == 1",
+        .what = "ops.yaml:487: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_425,
+        .call = error_outer_431,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:473: dtype of self",
+        .what = "ops.yaml:479: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_426,
+        .call = error_outer_432,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:497: self.dim <= 2",
+        .what = "ops.yaml:503: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_429,
+        .call = error_t_435,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:505: dim0 out of range",
+        .what = "ops.yaml:511: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_432,
+        .call = error_transpose_438,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:505: dim1 out of range",
+        .what = "ops.yaml:511: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_433,
+        .call = error_transpose_439,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:522: len(dims) == self.dim",
+        .what = "ops.yaml:528: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_435,
+        .call = error_permute_441,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:516: dims out of range",
+        .what = "ops.yaml:522: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_436,
+        .call = error_permute_442,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:568: dim out of range",
+        .what = "ops.yaml:574: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_446,
+        .call = error_squeeze_dim_452,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:579: dim out of range",
+        .what = "ops.yaml:585: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_449,
+        .call = error_unsqueeze_455,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:596: step > 0",
+        .what = "ops.yaml:602: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_452,
+        .call = error_slice_458,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:590: dim out of range",
+        .what = "ops.yaml:596: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_453,
+        .call = error_slice_459,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:604: dim out of range",
+        .what = "ops.yaml:610: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_456,
+        .call = error_select_462,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:685: is_floating(result_dtype)",
+        .what = "ops.yaml:691: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_463,
+        .call = error_rand_469,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:696: is_floating(result_dtype)",
+        .what = "ops.yaml:702: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_465,
+        .call = error_randn_471,
         .expect = 0,
         .expect_prefix = "randn: ",
     },

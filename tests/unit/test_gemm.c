@@ -205,13 +205,20 @@ Test(gemm, random_large_shapes)
 
 Test(gemm, mlp_shapes_and_their_transposes)
 {
-    const int64_t shapes[][3] = {{64, 256, 784}, {64, 128, 256}, {64, 10, 128}, {64, 64, 64},
+    const int64_t shapes[][3] = {{64, 256, 784}, {64, 128, 256}, {64, 10, 128},  {64, 64, 64},
                                  {784, 256, 64}, {64, 784, 256}, {256, 128, 64}, {128, 10, 64}};
     for (int s = 0; s < 8; s++)
         for (int tr = 0; tr < 4; tr++) {
-            gemm_case t = {.f64 = false, .ta = tr & 1, .tb = tr >> 1, .m = shapes[s][0],
-                           .n = shapes[s][1], .k = shapes[s][2], .alpha = 1, .beta = 0,
-                           .threads = 1 + s % 2, .nan_c = true};
+            gemm_case t = {.f64 = false,
+                           .ta = tr & 1,
+                           .tb = tr >> 1,
+                           .m = shapes[s][0],
+                           .n = shapes[s][1],
+                           .k = shapes[s][2],
+                           .alpha = 1,
+                           .beta = 0,
+                           .threads = 1 + s % 2,
+                           .nan_c = true};
             run_case(&t);
         }
 }
@@ -221,8 +228,8 @@ Test(gemm, empty_sizes)
     for (int f = 0; f < 2; f++)
         for (int kc = 0; kc < 4; kc++) {
             /* k = 0: C = beta * C; beta = 0 writes zeros over NaN. */
-            gemm_case t = {.f64 = f, .m = 5, .n = 7, .k = 0, .alpha = 1, .beta = 0.5, .kc = kc,
-                           .threads = 1};
+            gemm_case t = {
+                .f64 = f, .m = 5, .n = 7, .k = 0, .alpha = 1, .beta = 0.5, .kc = kc, .threads = 1};
             run_case(&t);
             t.beta = 0;
             t.nan_c = true;
