@@ -6251,7 +6251,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:507 sample 0",
+        .where = "ops.yaml:531 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_t_433,
@@ -6262,7 +6262,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:507 sample 1",
+        .where = "ops.yaml:531 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_t_434,
@@ -6273,7 +6273,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:518 sample 0",
+        .where = "ops.yaml:542 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_436,
@@ -6284,7 +6284,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:518 sample 1",
+        .where = "ops.yaml:542 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_437,
@@ -6295,7 +6295,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:532 sample 0",
+        .where = "ops.yaml:556 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_permute_440,
@@ -6306,7 +6306,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:541 sample 0",
+        .where = "ops.yaml:565 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_443,
@@ -6317,7 +6317,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:541 sample 1",
+        .where = "ops.yaml:565 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_444,
@@ -6328,7 +6328,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:551 sample 0",
+        .where = "ops.yaml:575 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reshape_445,
@@ -6339,7 +6339,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:551 sample 1",
+        .where = "ops.yaml:575 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -6351,7 +6351,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:561 sample 0",
+        .where = "ops.yaml:585 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_expand_447,
@@ -6362,7 +6362,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:561 sample 1",
+        .where = "ops.yaml:585 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_expand_448,
@@ -6373,7 +6373,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:571 sample 0",
+        .where = "ops.yaml:595 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_449,
@@ -6384,7 +6384,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:581 sample 0",
+        .where = "ops.yaml:605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_450,
@@ -6395,7 +6395,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:581 sample 1",
+        .where = "ops.yaml:605 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_451,
@@ -6406,7 +6406,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:592 sample 0",
+        .where = "ops.yaml:616 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_453,
@@ -6417,7 +6417,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:592 sample 1",
+        .where = "ops.yaml:616 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_454,
@@ -6428,7 +6428,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:606 sample 0",
+        .where = "ops.yaml:630 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_456,
@@ -6439,7 +6439,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:606 sample 1",
+        .where = "ops.yaml:630 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_457,
@@ -6450,7 +6450,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:617 sample 0",
+        .where = "ops.yaml:641 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_460,
@@ -6461,7 +6461,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:617 sample 1",
+        .where = "ops.yaml:641 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_461,
@@ -6472,7 +6472,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:627 sample 0",
+        .where = "ops.yaml:651 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -6484,7 +6484,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:647 sample 0",
+        .where = "ops.yaml:671 sample 0",
         .n_inputs = 0,
         .call = call_zeros_464,
         .call_inplace = NULL,
@@ -6494,7 +6494,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:655 sample 0",
+        .where = "ops.yaml:679 sample 0",
         .n_inputs = 0,
         .call = call_ones_465,
         .call_inplace = NULL,
@@ -6504,7 +6504,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:663 sample 0",
+        .where = "ops.yaml:687 sample 0",
         .n_inputs = 0,
         .call = call_full_466,
         .call_inplace = NULL,
@@ -6514,7 +6514,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:678 sample 0",
+        .where = "ops.yaml:702 sample 0",
         .n_inputs = 0,
         .call = call_arange_467,
         .call_inplace = NULL,
@@ -6524,7 +6524,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:686 sample 0",
+        .where = "ops.yaml:710 sample 0",
         .n_inputs = 0,
         .call = call_rand_468,
         .call_inplace = NULL,
@@ -6534,7 +6534,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:697 sample 0",
+        .where = "ops.yaml:721 sample 0",
         .n_inputs = 0,
         .call = call_randn_470,
         .call_inplace = NULL,
@@ -6544,7 +6544,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:716 sample 0",
+        .where = "ops.yaml:740 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_472,
@@ -6555,7 +6555,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:716 sample 1",
+        .where = "ops.yaml:740 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_473,
@@ -7150,7 +7150,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "t",
-        .what = "ops.yaml:503: self.dim <= 2",
+        .what = "ops.yaml:527: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_t_435,
@@ -7159,7 +7159,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:511: dim0 out of range",
+        .what = "ops.yaml:535: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_438,
@@ -7168,7 +7168,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:511: dim1 out of range",
+        .what = "ops.yaml:535: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_439,
@@ -7177,7 +7177,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:528: len(dims) == self.dim",
+        .what = "ops.yaml:552: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_permute_441,
@@ -7186,7 +7186,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:522: dims out of range",
+        .what = "ops.yaml:546: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_permute_442,
@@ -7195,7 +7195,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:574: dim out of range",
+        .what = "ops.yaml:598: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = error_squeeze_dim_452,
@@ -7204,7 +7204,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:585: dim out of range",
+        .what = "ops.yaml:609: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_unsqueeze_455,
@@ -7213,7 +7213,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:602: step > 0",
+        .what = "ops.yaml:626: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_458,
@@ -7222,7 +7222,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:596: dim out of range",
+        .what = "ops.yaml:620: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_459,
@@ -7231,7 +7231,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "select",
-        .what = "ops.yaml:610: dim out of range",
+        .what = "ops.yaml:634: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_select_462,
@@ -7240,7 +7240,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:691: is_floating(result_dtype)",
+        .what = "ops.yaml:715: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_469,
         .expect = 0,
@@ -7248,7 +7248,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:702: is_floating(result_dtype)",
+        .what = "ops.yaml:726: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_471,
         .expect = 0,
