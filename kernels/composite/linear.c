@@ -18,9 +18,9 @@ yt__composite_linear(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
     if (dw < 1 || dw > 2)
         return yt__fail(YT_ERR_SHAPE, "linear: weight must be 1-D or 2-D, got %d-D", dw);
     if (yt_tensor_size(input, -1) != yt_tensor_size(weight, -1))
-        return yt__fail(YT_ERR_SHAPE,
-                        "linear: input.size(-1)=%lld does not match weight.size(-1)=%lld",
-                        (long long)yt_tensor_size(input, -1), (long long)yt_tensor_size(weight, -1));
+        return yt__fail(
+            YT_ERR_SHAPE, "linear: input.size(-1)=%lld does not match weight.size(-1)=%lld",
+            (long long)yt_tensor_size(input, -1), (long long)yt_tensor_size(weight, -1));
     yt_tensor *wt = dw == 2 ? yt_t(weight) : yt_retain(weight);
     yt_tensor *result;
     if (di == 2 && dw == 2 && bias != NULL) {

@@ -17,11 +17,13 @@
 #define SMALL_KC 256
 #define SMALL_MC 144
 #define SMALL_NC 1536
+/* Rows of B up to this long are read in place instead of packed. */
+#define SMALL_DIRECT_ROW_BYTES 2048
 
-typedef void (*ukr_s_fn)(int64_t kc, const float *pa, const float *pb, float *c, int64_t rsc,
-                         int64_t csc, float alpha, float beta, int mh, int nw);
-typedef void (*ukr_d_fn)(int64_t kc, const double *pa, const double *pb, double *c, int64_t rsc,
-                         int64_t csc, double alpha, double beta, int mh, int nw);
+typedef void (*ukr_s_fn)(int64_t kc, const float *pa, const float *pb, int64_t ldb, float *c,
+                         int64_t rsc, int64_t csc, float alpha, float beta, int mh, int nw);
+typedef void (*ukr_d_fn)(int64_t kc, const double *pa, const double *pb, int64_t ldb, double *c,
+                         int64_t rsc, int64_t csc, double alpha, double beta, int mh, int nw);
 typedef struct {
     int mr, nr;
     ukr_s_fn fn;
@@ -31,14 +33,15 @@ typedef struct {
     ukr_d_fn fn;
 } ukr_info_d;
 
-/* One microkernel: acc[MR][2] += pa[p][0..MR) (x) pb[p][0..2*LANES), then
+/* One microkernel: acc[MR][2] += pa[p][0..MR) (x) pb[p * ldb][0..2*LANES) (B packed, ldb = NR,
+ * or read in place from a row-major B), then
  * C = alpha * acc + beta * C over the valid mh x nw corner (beta == 0: C is not read). Full
  * tiles with unit column stride are updated with vector loads and stores; the rest through a
  * tile on the stack. */
 #define DEFINE_UKR(NAME, T, TARGET, VT, LANES, MR, ZERO, LOADU, STOREU, SET1, FMADD, MUL)          \
     __attribute__((target(TARGET))) static void NAME(                                              \
-        int64_t kc, const T *restrict pa, const T *restrict pb, T *restrict c, int64_t rsc,        \
-        int64_t csc, T alpha, T beta, int mh, int nw)                                              \
+        int64_t kc, const T *restrict pa, const T *restrict pb, int64_t ldb, T *restrict c,        \
+        int64_t rsc, int64_t csc, T alpha, T beta, int mh, int nw)                                 \
     {                                                                                              \
         VT acc0[MR], acc1[MR];                                                                     \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                      \
@@ -55,7 +58,7 @@ typedef struct {
                 acc1[i] = FMADD(ai, b1, acc1[i]);                                                  \
             }                                                                                      \
             pa += MR;                                                                              \
-            pb += 2 * LANES;                                                                       \
+            pb += ldb;                                                                             \
         }                                                                                          \
         VT va = SET1(alpha);                                                                       \
         if (mh == MR && nw == 2 * LANES && csc == 1) {                                             \

@@ -91,17 +91,24 @@ FN(small_gemm_)(const FN(ukr_info_) * u, int64_t m, int64_t n, int64_t k, T alph
         for (int64_t pc = 0; pc < k; pc += SMALL_KC) {
             int64_t kc = k - pc < SMALL_KC ? k - pc : SMALL_KC;
             T beta_pc = pc == 0 ? beta : (T)1; /* later k blocks accumulate */
-            FN(pack_b_)(kc, nc, b + pc * rsb + jc * csb, rsb, csb, nr, pb);
+            /* A row-major B with short rows is read in place (its whole-width panels); only
+             * the last partial panel is packed. Long rows are packed: their kc-row panels
+             * would collide in L1 sets. */
+            bool direct = csb == 1 && rsb * (int64_t)sizeof(T) <= SMALL_DIRECT_ROW_BYTES;
+            int64_t full = direct ? nc / nr * nr : 0;
+            if (full < nc)
+                FN(pack_b_)(kc, nc - full, b + pc * rsb + (jc + full) * csb, rsb, csb, nr, pb);
             for (int64_t ic = 0; ic < m; ic += SMALL_MC) {
                 int64_t mc = m - ic < SMALL_MC ? m - ic : SMALL_MC;
                 FN(pack_a_)(mc, kc, a + ic * rsa + pc * csa, rsa, csa, mr, pa);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int nw = nc - jr < nr ? (int)(nc - jr) : nr;
-                    const T *pbj = pb + jr * kc;
+                    const T *pbj = jr < full ? b + pc * rsb + jc + jr : pb + (jr - full) * kc;
+                    int64_t ldb = jr < full ? rsb : nr;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int mh = mc - ir < mr ? (int)(mc - ir) : mr;
                         T *cij = c + (ic + ir) * rsc + (jc + jr) * csc;
-                        u->fn(kc, pa + ir * kc, pbj, cij, rsc, csc, alpha, beta_pc, mh, nw);
+                        u->fn(kc, pa + ir * kc, pbj, ldb, cij, rsc, csc, alpha, beta_pc, mh, nw);
                     }
                 }
             }
