@@ -109,3 +109,31 @@ def test_str_choices_errors(extra, message):
                    "  not_differentiable: true\n")
         OpLowering(ops[0], {}).functions()
     assert spec_error(run) == message
+
+
+def test_generator_argument(tmp_path):
+    out, files = generate(tmp_path, "kinds")
+    h = flat(files["generated/include/yaten/ops.h"])
+    assert "yt_tensor *yt_fxrand_ex(yt_tensor *self, double p, yt_generator *generator);" in h
+    k = flat(files["generated/kernels.h"])
+    assert "yt_status yt__cpu_fxrand(yt_tensor *result, yt_tensor *self, double p, yt_generator *generator);" in k
+    assert "yt_fxrand_ex(inputs[0], 0.5, NULL)" in files["generated/tests/op_cases.c"]
+    compile_syntax(out, "ops_nn.c", "autograd.c", "tests/op_cases.c")
+
+
+def test_generator_cannot_be_used_by_formulas():
+    from helpers import load, registry, spec_error
+    from formula import compile_derivative
+
+    ops = load("""\
+        - func: g(Tensor self, *, Generator? generator=None) -> Tensor
+          family: nn
+          dtypes: floating
+          dispatch: {cpu: yt__cpu_g}
+          doc: G.
+        """, """\
+        - name: g(Tensor self, *, Generator? generator=None) -> Tensor
+          self: generator
+        """)
+    assert spec_error(compile_derivative, ops[0], registry(ops)) == \
+        "derivatives.yaml:2: g: formula for 'self': 'generator' is a Generator; formulas cannot use it"
