@@ -8,7 +8,10 @@
  *   yt_sum_dim(x, dims, 2)   ==   yt_sum_dim_ex(x, dims, 2, false, YT_DTYPE_NONE)
  * C forms of schema types: Tensor -> yt_tensor *; Scalar -> yt_scalar (yt_float/yt_int/yt_bool);
  * int -> int64_t (int? uses YT_NONE for None); int[] -> (const int64_t *, int length);
- * bool -> bool; float -> double; ScalarType? -> yt_dtype (YT_DTYPE_NONE); Device? -> yt_device. */
+ * bool -> bool; float -> double; ScalarType? -> yt_dtype (YT_DTYPE_NONE); Device? -> yt_device;
+ * str -> const char * (NULL: the default); Tensor? -> yt_tensor * (NULL: None); Scalar?, bool?,
+ * float? -> const yt_scalar *, const bool *, const double * (NULL: None); Generator? ->
+ * yt_generator * (NULL: the default generator). */
 #ifndef YATEN_OPS_H
 #define YATEN_OPS_H
 
