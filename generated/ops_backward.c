@@ -22,6 +22,9 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
         return yt__fail(YT_ERR_VALUE,
                         "sum_to: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
                         YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "sum_to: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_sum_to(self, size, size_len);
     yt__scope_resume();

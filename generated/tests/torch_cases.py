@@ -1490,9 +1490,9 @@ CASES = [
          free=[], dtypes=[],
          random=False),
     dict(op="sum_to", where="ops.yaml:591 sample 0", fn=case_167, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
     dict(op="sum_to", where="ops.yaml:591 sample 1", fn=case_168, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
