@@ -794,3 +794,57 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
     yt__scope_resume();
     return yt__scope_track(result);
 }
+
+/* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
+ * from ops.yaml:496 */
+yt_tensor *
+yt_linear(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_linear_ex(input, weight, NULL);
+}
+
+/* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
+ * from ops.yaml:496 */
+yt_tensor *
+yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
+{
+    if (input == NULL)
+        return yt__null_arg("linear", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("linear", "weight"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "linear: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "linear: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "linear: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "linear: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "linear: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "linear: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "linear: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!(input->dim >= 1))
+        return yt__fail(YT_ERR_SHAPE, "linear: input must be at least 1-D, got %d-D", input->dim);
+    if (!((weight->dim == 1 || weight->dim == 2)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "linear: expected weight.dim == 1 or weight.dim == 2, got weight.dim=%d",
+                        weight->dim);
+    if (!(input->sizes[input->dim - 1] == weight->sizes[weight->dim - 1]))
+        return yt__fail(
+            YT_ERR_SHAPE, "linear: input.size(-1)=%lld does not match weight.size(-1)=%lld",
+            (long long)input->sizes[input->dim - 1], (long long)weight->sizes[weight->dim - 1]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_linear(input, weight, bias);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}

@@ -189,6 +189,11 @@ static const op_info registry[] = {
         .doc = "Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).",
     },
     {
+        .schema = "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+        .doc =
+            "`input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the transposed weight is read in place.",
+    },
+    {
         .schema = "t(Tensor self) -> Tensor",
         .doc = "Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.",
     },

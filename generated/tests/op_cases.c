@@ -3962,56 +3962,154 @@ error_outer_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_t_433(yt_tensor *const *inputs, void *ctx)
+call_linear_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_linear_434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_linear_435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_linear_437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_linear_438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_linear_439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_linear_443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_t_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_434(yt_tensor *const *inputs, void *ctx)
+call_t_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_435(yt_tensor *const *inputs, void *ctx)
+error_t_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_436(yt_tensor *const *inputs, void *ctx)
+call_transpose_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_437(yt_tensor *const *inputs, void *ctx)
+call_transpose_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_438(yt_tensor *const *inputs, void *ctx)
+error_transpose_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_439(yt_tensor *const *inputs, void *ctx)
+error_transpose_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_440(yt_tensor *const *inputs, void *ctx)
+call_permute_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -4019,7 +4117,7 @@ call_permute_440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_441(yt_tensor *const *inputs, void *ctx)
+error_permute_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -4027,7 +4125,7 @@ error_permute_441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_442(yt_tensor *const *inputs, void *ctx)
+error_permute_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -4035,7 +4133,7 @@ error_permute_442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_443(yt_tensor *const *inputs, void *ctx)
+call_view_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -4043,7 +4141,7 @@ call_view_443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_444(yt_tensor *const *inputs, void *ctx)
+call_view_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -4051,7 +4149,7 @@ call_view_444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_445(yt_tensor *const *inputs, void *ctx)
+call_reshape_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -4059,7 +4157,7 @@ call_reshape_445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_446(yt_tensor *const *inputs, void *ctx)
+call_reshape_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -4067,7 +4165,7 @@ call_reshape_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_447(yt_tensor *const *inputs, void *ctx)
+call_expand_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -4075,7 +4173,7 @@ call_expand_447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_448(yt_tensor *const *inputs, void *ctx)
+call_expand_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -4083,112 +4181,112 @@ call_expand_448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_449(yt_tensor *const *inputs, void *ctx)
+call_squeeze_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_450(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_451(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_452(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_453(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_454(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_455(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_456(yt_tensor *const *inputs, void *ctx)
+call_slice_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_457(yt_tensor *const *inputs, void *ctx)
+call_slice_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_458(yt_tensor *const *inputs, void *ctx)
+error_slice_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_459(yt_tensor *const *inputs, void *ctx)
+error_slice_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_460(yt_tensor *const *inputs, void *ctx)
+call_select_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_461(yt_tensor *const *inputs, void *ctx)
+call_select_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_462(yt_tensor *const *inputs, void *ctx)
+error_select_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_463(yt_tensor *const *inputs, void *ctx)
+call_contiguous_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_464(yt_tensor *const *inputs, void *ctx)
+call_zeros_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4197,7 +4295,7 @@ call_zeros_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_465(yt_tensor *const *inputs, void *ctx)
+call_ones_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4206,7 +4304,7 @@ call_ones_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_466(yt_tensor *const *inputs, void *ctx)
+call_full_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4215,7 +4313,7 @@ call_full_466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_467(yt_tensor *const *inputs, void *ctx)
+call_arange_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4223,7 +4321,7 @@ call_arange_467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_468(yt_tensor *const *inputs, void *ctx)
+call_rand_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4232,7 +4330,7 @@ call_rand_468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_469(yt_tensor *const *inputs, void *ctx)
+error_rand_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4241,7 +4339,7 @@ error_rand_469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_470(yt_tensor *const *inputs, void *ctx)
+call_randn_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4250,7 +4348,7 @@ call_randn_470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_471(yt_tensor *const *inputs, void *ctx)
+error_randn_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4259,7 +4357,7 @@ error_randn_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_472(yt_tensor *const *inputs, void *ctx)
+call_sum_to_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4267,7 +4365,7 @@ call_sum_to_472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_473(yt_tensor *const *inputs, void *ctx)
+call_sum_to_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -4275,7 +4373,7 @@ call_sum_to_473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_474(yt_tensor *const *inputs, void *ctx)
+error_sum_to_488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -6258,11 +6356,145 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_434,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_435,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_436,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 4",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_linear_439,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_440,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_441,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:510 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_442,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:531 sample 0",
+        .where = "ops.yaml:533 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_433,
+        .call = call_t_447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6270,10 +6502,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:531 sample 1",
+        .where = "ops.yaml:533 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_434,
+        .call = call_t_448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6281,10 +6513,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:542 sample 0",
+        .where = "ops.yaml:544 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_436,
+        .call = call_transpose_450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6292,10 +6524,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:542 sample 1",
+        .where = "ops.yaml:544 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_437,
+        .call = call_transpose_451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6303,10 +6535,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:556 sample 0",
+        .where = "ops.yaml:558 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_440,
+        .call = call_permute_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6314,10 +6546,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:565 sample 0",
+        .where = "ops.yaml:567 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_443,
+        .call = call_view_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6325,10 +6557,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:565 sample 1",
+        .where = "ops.yaml:567 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_444,
+        .call = call_view_458,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6336,10 +6568,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:575 sample 0",
+        .where = "ops.yaml:577 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_445,
+        .call = call_reshape_459,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6347,11 +6579,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:575 sample 1",
+        .where = "ops.yaml:577 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_446,
+        .call = call_reshape_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6359,10 +6591,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:585 sample 0",
+        .where = "ops.yaml:587 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_447,
+        .call = call_expand_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6370,10 +6602,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:585 sample 1",
+        .where = "ops.yaml:587 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_448,
+        .call = call_expand_462,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6381,10 +6613,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:595 sample 0",
+        .where = "ops.yaml:597 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_449,
+        .call = call_squeeze_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6392,10 +6624,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:605 sample 0",
+        .where = "ops.yaml:607 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_450,
+        .call = call_squeeze_dim_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6403,10 +6635,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:605 sample 1",
+        .where = "ops.yaml:607 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_451,
+        .call = call_squeeze_dim_465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6414,10 +6646,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:616 sample 0",
+        .where = "ops.yaml:618 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_453,
+        .call = call_unsqueeze_467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6425,10 +6657,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:616 sample 1",
+        .where = "ops.yaml:618 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_454,
+        .call = call_unsqueeze_468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6436,10 +6668,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:630 sample 0",
+        .where = "ops.yaml:632 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_456,
+        .call = call_slice_470,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6447,10 +6679,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:630 sample 1",
+        .where = "ops.yaml:632 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_457,
+        .call = call_slice_471,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6458,10 +6690,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:641 sample 0",
+        .where = "ops.yaml:643 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_460,
+        .call = call_select_474,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6469,10 +6701,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:641 sample 1",
+        .where = "ops.yaml:643 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_461,
+        .call = call_select_475,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6480,11 +6712,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:651 sample 0",
+        .where = "ops.yaml:653 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_463,
+        .call = call_contiguous_477,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6492,9 +6724,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:671 sample 0",
+        .where = "ops.yaml:673 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_464,
+        .call = call_zeros_478,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6502,9 +6734,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:679 sample 0",
+        .where = "ops.yaml:681 sample 0",
         .n_inputs = 0,
-        .call = call_ones_465,
+        .call = call_ones_479,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6512,9 +6744,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:687 sample 0",
+        .where = "ops.yaml:689 sample 0",
         .n_inputs = 0,
-        .call = call_full_466,
+        .call = call_full_480,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6522,9 +6754,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:702 sample 0",
+        .where = "ops.yaml:704 sample 0",
         .n_inputs = 0,
-        .call = call_arange_467,
+        .call = call_arange_481,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6532,9 +6764,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:710 sample 0",
+        .where = "ops.yaml:712 sample 0",
         .n_inputs = 0,
-        .call = call_rand_468,
+        .call = call_rand_482,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6542,9 +6774,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:721 sample 0",
+        .where = "ops.yaml:723 sample 0",
         .n_inputs = 0,
-        .call = call_randn_470,
+        .call = call_randn_484,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6552,10 +6784,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:740 sample 0",
+        .where = "ops.yaml:742 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_472,
+        .call = call_sum_to_486,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6563,10 +6795,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:740 sample 1",
+        .where = "ops.yaml:742 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_473,
+        .call = call_sum_to_487,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7157,117 +7389,159 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "outer: ",
     },
     {
+        .op = "linear",
+        .what = "ops.yaml:502: input.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linear_443,
+        .expect = 0,
+        .expect_prefix = "linear: ",
+    },
+    {
+        .op = "linear",
+        .what = "ops.yaml:504: weight.dim == 1 or weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linear_444,
+        .expect = 0,
+        .expect_prefix = "linear: ",
+    },
+    {
+        .op = "linear",
+        .what = "ops.yaml:506: input.size(-1) == weight.size(-1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_linear_445,
+        .expect = 0,
+        .expect_prefix = "linear: ",
+    },
+    {
+        .op = "linear",
+        .what = "ops.yaml:496: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_linear_446,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "linear: ",
+    },
+    {
         .op = "t",
-        .what = "ops.yaml:527: self.dim <= 2",
+        .what = "ops.yaml:529: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_435,
+        .call = error_t_449,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:535: dim0 out of range",
+        .what = "ops.yaml:537: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_438,
+        .call = error_transpose_452,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:535: dim1 out of range",
+        .what = "ops.yaml:537: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_439,
+        .call = error_transpose_453,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:552: len(dims) == self.dim",
+        .what = "ops.yaml:554: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_441,
+        .call = error_permute_455,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:546: dims out of range",
+        .what = "ops.yaml:548: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_442,
+        .call = error_permute_456,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:598: dim out of range",
+        .what = "ops.yaml:600: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_452,
+        .call = error_squeeze_dim_466,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:609: dim out of range",
+        .what = "ops.yaml:611: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_455,
+        .call = error_unsqueeze_469,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:626: step > 0",
+        .what = "ops.yaml:628: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_458,
+        .call = error_slice_472,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:620: dim out of range",
+        .what = "ops.yaml:622: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_459,
+        .call = error_slice_473,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:634: dim out of range",
+        .what = "ops.yaml:636: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_462,
+        .call = error_select_476,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:715: is_floating(result_dtype)",
+        .what = "ops.yaml:717: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_469,
+        .call = error_rand_483,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:726: is_floating(result_dtype)",
+        .what = "ops.yaml:728: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_471,
+        .call = error_randn_485,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:734: dtype of self",
+        .what = "ops.yaml:736: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_474,
+        .call = error_sum_to_488,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -942,103 +942,157 @@ def case_165(self, vec2):
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_166(self):
-    """t (ops.yaml:531 sample 0)"""
+def case_166(input, weight, bias):
+    """linear (ops.yaml:510 sample 0)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_167(input, weight, bias):
+    """linear (ops.yaml:510 sample 1)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_168(input, weight):
+    """linear (ops.yaml:510 sample 2)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_169(input, weight, bias):
+    """linear (ops.yaml:510 sample 3)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_170(input, weight, bias):
+    """linear (ops.yaml:510 sample 4)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_171(input, weight, bias):
+    """linear (ops.yaml:510 sample 5)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_172(input, weight):
+    """linear (ops.yaml:510 sample 6)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_173(input, weight):
+    """linear (ops.yaml:510 sample 7)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_174(input, weight):
+    """linear (ops.yaml:510 sample 8)"""
+    bias = None
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_175(input, weight, bias):
+    """linear (ops.yaml:510 sample 9)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_176(self):
+    """t (ops.yaml:533 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_167(self):
-    """t (ops.yaml:531 sample 1)"""
+def case_177(self):
+    """t (ops.yaml:533 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_168(self):
-    """transpose (ops.yaml:542 sample 0)"""
+def case_178(self):
+    """transpose (ops.yaml:544 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_169(self):
-    """transpose (ops.yaml:542 sample 1)"""
+def case_179(self):
+    """transpose (ops.yaml:544 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_170(self):
-    """permute (ops.yaml:556 sample 0)"""
+def case_180(self):
+    """permute (ops.yaml:558 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_171(self):
-    """view (ops.yaml:565 sample 0)"""
+def case_181(self):
+    """view (ops.yaml:567 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_172(self):
-    """view (ops.yaml:565 sample 1)"""
+def case_182(self):
+    """view (ops.yaml:567 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_173(self):
-    """reshape (ops.yaml:575 sample 0)"""
+def case_183(self):
+    """reshape (ops.yaml:577 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_174(self):
-    """reshape (ops.yaml:575 sample 1)"""
+def case_184(self):
+    """reshape (ops.yaml:577 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_175(self):
-    """expand (ops.yaml:585 sample 0)"""
+def case_185(self):
+    """expand (ops.yaml:587 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_176(self):
-    """expand (ops.yaml:585 sample 1)"""
+def case_186(self):
+    """expand (ops.yaml:587 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_177(self):
-    """squeeze (ops.yaml:595 sample 0)"""
+def case_187(self):
+    """squeeze (ops.yaml:597 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_178(self):
-    """squeeze.dim (ops.yaml:605 sample 0)"""
+def case_188(self):
+    """squeeze.dim (ops.yaml:607 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_179(self):
-    """squeeze.dim (ops.yaml:605 sample 1)"""
+def case_189(self):
+    """squeeze.dim (ops.yaml:607 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_180(self):
-    """unsqueeze (ops.yaml:616 sample 0)"""
+def case_190(self):
+    """unsqueeze (ops.yaml:618 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_181(self):
-    """unsqueeze (ops.yaml:616 sample 1)"""
+def case_191(self):
+    """unsqueeze (ops.yaml:618 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_182(self):
-    """slice (ops.yaml:630 sample 0)"""
+def case_192(self):
+    """slice (ops.yaml:632 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -1046,8 +1100,8 @@ def case_182(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_183(self):
-    """slice (ops.yaml:630 sample 1)"""
+def case_193(self):
+    """slice (ops.yaml:632 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -1055,43 +1109,43 @@ def case_183(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_184(self):
-    """select (ops.yaml:641 sample 0)"""
+def case_194(self):
+    """select (ops.yaml:643 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_185(self):
-    """select (ops.yaml:641 sample 1)"""
+def case_195(self):
+    """select (ops.yaml:643 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_186(self):
-    """contiguous (ops.yaml:651 sample 0)"""
+def case_196(self):
+    """contiguous (ops.yaml:653 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_187():
-    """zeros (ops.yaml:671 sample 0)"""
+def case_197():
+    """zeros (ops.yaml:673 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_188():
-    """ones (ops.yaml:679 sample 0)"""
+def case_198():
+    """ones (ops.yaml:681 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_189():
-    """full (ops.yaml:687 sample 0)"""
+def case_199():
+    """full (ops.yaml:689 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1099,8 +1153,8 @@ def case_189():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_190():
-    """arange (ops.yaml:702 sample 0)"""
+def case_200():
+    """arange (ops.yaml:704 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1109,30 +1163,30 @@ def case_190():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_191():
-    """rand (ops.yaml:710 sample 0)"""
+def case_201():
+    """rand (ops.yaml:712 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_192():
-    """randn (ops.yaml:721 sample 0)"""
+def case_202():
+    """randn (ops.yaml:723 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_193(self):
-    """sum_to (ops.yaml:740 sample 0)"""
+def case_203(self):
+    """sum_to (ops.yaml:742 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_194(self):
-    """sum_to (ops.yaml:740 sample 1)"""
+def case_204(self):
+    """sum_to (ops.yaml:742 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1636,91 +1690,121 @@ CASES = [
     dict(op="outer", where="ops.yaml:491 sample 2", fn=case_165, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:531 sample 0", fn=case_166, tensors=["self"],
+    dict(op="linear", where="ops.yaml:510 sample 0", fn=case_166, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 1", fn=case_167, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 2", fn=case_168, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 3", fn=case_169, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 4", fn=case_170, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 5", fn=case_171, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 6", fn=case_172, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 7", fn=case_173, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 8", fn=case_174, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:510 sample 9", fn=case_175, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:533 sample 0", fn=case_176, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:531 sample 1", fn=case_167, tensors=["self"],
+    dict(op="t", where="ops.yaml:533 sample 1", fn=case_177, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:542 sample 0", fn=case_168, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:544 sample 0", fn=case_178, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:542 sample 1", fn=case_169, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:544 sample 1", fn=case_179, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:556 sample 0", fn=case_170, tensors=["self"],
+    dict(op="permute", where="ops.yaml:558 sample 0", fn=case_180, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:565 sample 0", fn=case_171, tensors=["self"],
+    dict(op="view", where="ops.yaml:567 sample 0", fn=case_181, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:565 sample 1", fn=case_172, tensors=["self"],
+    dict(op="view", where="ops.yaml:567 sample 1", fn=case_182, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:575 sample 0", fn=case_173, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:577 sample 0", fn=case_183, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:575 sample 1", fn=case_174, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:577 sample 1", fn=case_184, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:585 sample 0", fn=case_175, tensors=["self"],
+    dict(op="expand", where="ops.yaml:587 sample 0", fn=case_185, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:585 sample 1", fn=case_176, tensors=["self"],
+    dict(op="expand", where="ops.yaml:587 sample 1", fn=case_186, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:595 sample 0", fn=case_177, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:597 sample 0", fn=case_187, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:605 sample 0", fn=case_178, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:607 sample 0", fn=case_188, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:605 sample 1", fn=case_179, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:607 sample 1", fn=case_189, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:616 sample 0", fn=case_180, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:618 sample 0", fn=case_190, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:616 sample 1", fn=case_181, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:618 sample 1", fn=case_191, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:630 sample 0", fn=case_182, tensors=["self"],
+    dict(op="slice", where="ops.yaml:632 sample 0", fn=case_192, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:630 sample 1", fn=case_183, tensors=["self"],
+    dict(op="slice", where="ops.yaml:632 sample 1", fn=case_193, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:641 sample 0", fn=case_184, tensors=["self"],
+    dict(op="select", where="ops.yaml:643 sample 0", fn=case_194, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:641 sample 1", fn=case_185, tensors=["self"],
+    dict(op="select", where="ops.yaml:643 sample 1", fn=case_195, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:651 sample 0", fn=case_186, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:653 sample 0", fn=case_196, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:671 sample 0", fn=case_187, tensors=[],
+    dict(op="zeros", where="ops.yaml:673 sample 0", fn=case_197, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:679 sample 0", fn=case_188, tensors=[],
+    dict(op="ones", where="ops.yaml:681 sample 0", fn=case_198, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:687 sample 0", fn=case_189, tensors=[],
+    dict(op="full", where="ops.yaml:689 sample 0", fn=case_199, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:702 sample 0", fn=case_190, tensors=[],
+    dict(op="arange", where="ops.yaml:704 sample 0", fn=case_200, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:710 sample 0", fn=case_191, tensors=[],
+    dict(op="rand", where="ops.yaml:712 sample 0", fn=case_201, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:721 sample 0", fn=case_192, tensors=[],
+    dict(op="randn", where="ops.yaml:723 sample 0", fn=case_202, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:740 sample 0", fn=case_193, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:742 sample 0", fn=case_203, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:740 sample 1", fn=case_194, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:742 sample 1", fn=case_204, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
