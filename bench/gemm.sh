@@ -1,32 +1,44 @@
 #!/bin/sh
-# yaten's mm, a direct BLIS call and torch.mm on the same GEMM cases, interleaved (three rounds
-# of yaten+BLIS then torch) at 1 and 2 threads; prints the best GFLOP/s of the rounds and the
-# ratios. Usage: bench/gemm.sh BUILD_DIR [THREADS...]
-# torch runs on OpenBLAS (SkylakeX kernels), its best here: TORCH_BLAS_DIR names a directory
-# holding OpenBLAS's libblas.so.3 (default: Debian's libopenblas0-pthread location); without
-# it torch's libblas.so.3 may be BLIS's generic build, far from torch's best.
+# yaten's mm, a direct BLIS call and torch.mm on the same GEMM cases, interleaved (ROUNDS rounds,
+# default 3, of yaten+BLIS then torch) at 1 and 2 threads; prints the best GFLOP/s over the
+# rounds and the ratios. Usage: bench/gemm.sh BUILD_DIR [THREADS...]
+# torch is at its best on OpenBLAS: Debian's libopenblas0-pthread (scripts/deps.sh bench) makes
+# it the system libblas.so.3 that torch loads; the first torch run prints the library it got
+# and OpenBLAS's kernel set. OpenBLAS 0.3.21 takes a Zen 5 for a Haswell (AVX2 kernels, about
+# half its speed here), so torch runs with OPENBLAS_CORETYPE=SkylakeX (its AVX-512 kernels;
+# TORCH_OPENBLAS_CORETYPE overrides it, whatever OPENBLAS_CORETYPE the caller's environment has).
+# TORCH_BLAS_DIR=DIR puts DIR/libblas.so.3 first instead. yaten links BLIS (libblis.so.4)
+# directly and never loads libblas.so.3.
 set -eu
-blas_dir=${TORCH_BLAS_DIR:-/usr/lib/x86_64-linux-gnu/openblas-pthread}
-[ -e "$blas_dir/libblas.so.3" ] || echo "gemm.sh: no OpenBLAS in $blas_dir: torch numbers are not its best" >&2
 build=${1:-build}
 shift || true
 threads_list=${*:-1 2}
+rounds=${ROUNDS:-3}
+if [ -n "${TORCH_BLAS_DIR:-}" ]; then
+    LD_LIBRARY_PATH=$TORCH_BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+fi
 out=$(mktemp)
+first=1
 for t in $threads_list; do
-    for round in 1 2 3; do
+    round=0
+    while [ "$round" -lt "$rounds" ]; do
+        round=$((round + 1))
         OMP_NUM_THREADS=$t OMP_WAIT_POLICY=PASSIVE "$build/bench/gemm" "$t" >>"$out"
-        LD_LIBRARY_PATH=$blas_dir OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE \
-            MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 \
+        OPENBLAS_CORETYPE=${TORCH_OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=PASSIVE \
+            MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 GEMM_SHOW_BLAS=$first \
             /usr/bin/python3 bench/gemm_torch.py "$t" >>"$out"
+        first=0
     done
 done
-awk '
+grep '^#' "$out" || true
+awk -v rounds="$rounds" '
 function keep(k, v) { if (!(k in best) || v > best[k]) best[k] = v }
 $2 == "yaten" { if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } keep($1 " y", $3); keep($1 " b", $5) }
 $2 == "torch" { keep($1 " t", $3) }
 END {
-    printf "%-28s %9s %9s %9s %11s %11s\n", "case (GFLOP/s, best of 3)", "yaten", "BLIS", "torch",
-           "yaten/BLIS", "yaten/torch"
+    printf "%-28s %9s %9s %9s %11s %11s\n", "case (GFLOP/s, best of " rounds ")", "yaten", "BLIS",
+           "torch", "yaten/BLIS", "yaten/torch"
     for (i = 0; i < n; i++) {
         k = order[i]
         printf "%-28s %9.1f %9.1f %9.1f %10.2fx %10.2fx\n", substr(k, 6), best[k " y"], best[k " b"],

@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """torch.mm (out=, f32) throughput for the cases of bench/gemm.c, same layouts (transposed views
 where a case says so). Usage: gemm_torch.py THREADS. Prints "gemm_<case>_<T>t torch <GFLOP/s>".
-Run with OPENBLAS_CORETYPE=SkylakeX (bench/gemm.sh sets it): Debian's torch multiplies floats
-through OpenBLAS, which otherwise picks AVX2 kernels on this CPU."""
+Debian's torch multiplies floats through the system libblas.so.3, which is OpenBLAS once
+libopenblas0-pthread is installed (BLIS's or the reference BLAS otherwise, far slower), with
+OPENBLAS_CORETYPE=SkylakeX (bench/gemm.sh sets it; OpenBLAS 0.3.21 takes a Zen 5 for a Haswell).
+With GEMM_SHOW_BLAS=1 it prints "# torch BLAS: <libraries> (<OpenBLAS kernel set>)" after the
+first product."""
+import ctypes
 import os
-import statistics
 import sys
 import time
 
@@ -26,6 +29,8 @@ CASES = [
     ("64x128x10_bt", 64, 128, 10, False, True),
     ("dW_256x64x784_at", 256, 64, 784, True, False), ("dW_128x64x256_at", 128, 64, 256, True, False),
     ("dW_10x64x128_at", 10, 64, 128, True, False),
+    ("dWt_784x64x256_at", 784, 64, 256, True, False), ("dWt_256x64x128_at", 256, 64, 128, True, False),
+    ("dWt_128x64x10_at", 128, 64, 10, True, False),
     ("dX_64x256x784", 64, 256, 784, False, False), ("dX_64x128x256", 64, 128, 256, False, False),
     ("dX_64x10x128", 64, 10, 128, False, False),
 ]
@@ -36,7 +41,8 @@ def matrix(rows, cols, transposed):
 
 
 def time_it(fn):
-    """Median seconds per call over up to 11 batches of >= 5 ms, within ~0.4 s (as bench/gemm.c)."""
+    """Seconds per call of the fastest of up to 11 batches of >= 5 ms, within ~0.4 s (as
+    bench/gemm.c)."""
     t0 = time.perf_counter()
     calls = 0
     while True:
@@ -54,10 +60,26 @@ def time_it(fn):
         for _ in range(per_batch):
             fn()
         vals.append((time.perf_counter() - s) / per_batch)
-    return statistics.median(vals)
+    return min(vals)
 
 
-for name, m, k, n, ta, tb in CASES:
+
+
+def blas_libraries():
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "blas" in line or "blis" in line}
+    names = " ".join(sorted(p for p in paths if p.startswith("/"))) or "none found"
+    if any("openblas" in p for p in paths):
+        lib = ctypes.CDLL("libopenblas.so.0")  # the copy already loaded
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        names += f" ({lib.openblas_get_corename().decode()})"
+    return names
+
+
+for i, (name, m, k, n, ta, tb) in enumerate(CASES):
     a, b, c = matrix(m, k, ta), matrix(k, n, tb), torch.empty(m, n)
+    if i == 0 and os.environ.get("GEMM_SHOW_BLAS") == "1":
+        torch.mm(a, b, out=c)
+        print(f"# torch BLAS: {blas_libraries()}", flush=True)
     sec = time_it(lambda: torch.mm(a, b, out=c))
     print(f"gemm_{name}_{threads}t torch {2.0 * m * n * k / sec / 1e9:.1f}", flush=True)
