@@ -2,6 +2,8 @@
 # yaten's mm, a direct BLIS call and torch.mm on the same GEMM cases, interleaved (ROUNDS rounds,
 # default 3, of yaten+BLIS then torch) at 1 and 2 threads; prints the best GFLOP/s over the
 # rounds and the ratios. Usage: bench/gemm.sh BUILD_DIR [THREADS...]
+# GEMM_CLOCK=thread times one-thread runs in thread CPU time on both sides (robust to other jobs
+# preempting the benchmark on a shared machine; meaningless for more threads).
 # torch is at its best on OpenBLAS: Debian's libopenblas0-pthread (scripts/deps.sh bench) makes
 # it the system libblas.so.3 that torch loads; the first torch run prints the library it got
 # and OpenBLAS's kernel set. OpenBLAS 0.3.21 takes a Zen 5 for a Haswell (AVX2 kernels, about

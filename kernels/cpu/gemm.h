@@ -11,9 +11,10 @@
  * beta == 0 overwrites C without reading it (NaN or garbage in C does not propagate), as BLAS
  * does; k == 0 gives C = beta * C; m == 0 or n == 0 does nothing.
  *
- * Small problems run a register-blocked AVX-512 (or AVX2) kernel that packs its operands from
- * their strides; larger ones go to BLIS with the strides unchanged (no copies for transposed
- * views). The choice, and the thread count (one below a size threshold), is made inside.
+ * Register-blocked AVX-512 (or AVX2) kernels (gemm_small.h) read row- or column-major
+ * operands in place and pack the others; with AVX2 only, large products go to BLIS with the
+ * strides unchanged. The choice, and the thread count (one below a size threshold), is made
+ * inside.
  * Returns YT_OK, or an error recorded with yt__fail (a C stride layout that overlaps itself,
  * out of memory for the packing buffers). Thread-safe. */
 #ifndef YT_KERNELS_CPU_GEMM_H

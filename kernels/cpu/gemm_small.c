@@ -1,106 +1,89 @@
-/* Small-GEMM path: packing, blocking and MR x NR microkernels for f32 and f64.
+/* Small-GEMM path: packing, blocking and register-blocked microkernels for f32 and f64.
  *
- * A microkernel keeps an MR x NR tile of C in registers (NR = two vectors) and, for each of kc
- * steps, loads two vectors of packed B and broadcasts MR packed A values into 2 * MR FMAs:
- *   AVX-512  f32 12 x 32, f64 12 x 16  (24 accumulators of 32 zmm registers)
- *   AVX2     f32  6 x 16, f64  6 x  8  (12 accumulators of 16 ymm registers)
- * The AVX-512 kernels carry per-function target attributes, so the library (built for
- * x86-64-v3) still runs on AVX2-only CPUs; the set is chosen once from cpuid. */
-#include <immintrin.h>
+ * A microkernel keeps an MR x NR tile of C in registers and, for each of kc steps, loads NR
+ * values of B (one or two vectors) and broadcasts MR values of A into MR * NR / LANES FMAs:
+ *   AVX-512  f32 12 x 32 and 12 x 16, f64 12 x 16 and 12 x 8   (of 32 zmm registers)
+ *   AVX2     f32  6 x 16 and  6 x  8, f64  6 x  8 and  6 x 4   (of 16 ymm registers)
+ * plus 8- and 4-row (AVX2: 4- and 2-row) versions for the last rows. The narrow (one vector)
+ * tiles serve n <= LANES and the last columns. Operands are read in place where their layout
+ * allows: a row-major or column-major A (the kernels read rows or columns of it directly), a
+ * row-major B with short rows (masked loads at its right edge); the rest is packed, with
+ * in-register transposes for a transposed B (x @ W^T) or a row-major A that must be packed.
+ * The AVX-512 code carries per-function target attributes, so the library (built for x86-64-v3)
+ * still runs on AVX2-only CPUs; the set is chosen once from cpuid. */
 #include <omp.h>
 #include <string.h>
 
 #include "gemm_small.h"
+#include "gemm_ukr.h"
 
-/* Blocking: a kc x NR micro-panel of B stays in L1 (32 KiB for f32 AVX-512) while MC rows of
- * packed A stream from L2; NC bounds the packed B block. */
+/* Blocking: a kc x NR micro-panel of B stays in L1 while MC rows of A stream from L2; NC bounds
+ * the packed B block. */
 #define SMALL_KC 256
 #define SMALL_MC 144
 #define SMALL_NC 1536
 /* Rows of B up to this long are read in place instead of packed. */
 #define SMALL_DIRECT_ROW_BYTES 2048
 
-typedef void (*ukr_s_fn)(int64_t kc, const float *pa, const float *pb, int64_t ldb, float *c,
-                         int64_t rsc, int64_t csc, float alpha, float beta, int mh, int nw);
-typedef void (*ukr_d_fn)(int64_t kc, const double *pa, const double *pb, int64_t ldb, double *c,
-                         int64_t rsc, int64_t csc, double alpha, double beta, int mh, int nw);
-typedef struct {
-    int mr, nr;
-    ukr_s_fn fn;
-} ukr_info_s;
-typedef struct {
-    int mr, nr;
-    ukr_d_fn fn;
-} ukr_info_d;
+/* ---------------------------------------------------------------- kernel sets */
 
-/* One microkernel: acc[MR][2] += pa[p][0..MR) (x) pb[p * ldb][0..2*LANES) (B packed, ldb = NR,
- * or read in place from a row-major B), then
- * C = alpha * acc + beta * C over the valid mh x nw corner (beta == 0: C is not read). Full
- * tiles with unit column stride are updated with vector loads and stores; the rest through a
- * tile on the stack. */
-#define DEFINE_UKR(NAME, T, TARGET, VT, LANES, MR, ZERO, LOADU, STOREU, SET1, FMADD, MUL)          \
-    __attribute__((target(TARGET))) static void NAME(                                              \
-        int64_t kc, const T *restrict pa, const T *restrict pb, int64_t ldb, T *restrict c,        \
-        int64_t rsc, int64_t csc, T alpha, T beta, int mh, int nw)                                 \
+typedef void (*ukr_s_fn)(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float *c, int64_t rsc, int64_t csc, float alpha, float beta, int mh,
+                         int nw);
+typedef void (*ukr_d_fn)(int64_t kc, const double *a, int64_t lda, const double *b, int64_t ldb,
+                         double *c, int64_t rsc, int64_t csc, double alpha, double beta, int mh,
+                         int nw);
+typedef void (*tr_s_fn)(const float *src, int64_t ss, int rows, int cols, float *dst, int64_t lds,
+                        int width);
+typedef void (*tr_d_fn)(const double *src, int64_t ss, int rows, int cols, double *dst, int64_t lds,
+                        int width);
+
+/* One instruction set's kernels for one type: tile heights mrs[0] = mr > mrs[1] > mrs[2];
+ * fn[h][wide][rows]: height mrs[h], two vectors wide or one, A read as rows (in place) or as a
+ * panel (packed, or a column-major A in place). tr: the vector transpose, or NULL (scalar). */
+#define DEFINE_KSET_TYPE(KSET, UKR, TR)                                                            \
+    typedef struct {                                                                               \
+        int mr, lanes, mrs[3];                                                                     \
+        UKR fn[3][2][2];                                                                           \
+        TR tr;                                                                                     \
+    } KSET;
+DEFINE_KSET_TYPE(kset_s, ukr_s_fn, tr_s_fn)
+DEFINE_KSET_TYPE(kset_d, ukr_d_fn, tr_d_fn)
+
+/* The 12 kernels of one set: heights H0 > H1 > H2, widths 2 and 1 vectors, A panel / rows. */
+#define DEFINE_UKRS(P, T, TARGET, ISA, H0, H1, H2)                                                 \
+    DEFINE_UKR(P##_##H0##_2_0, T, TARGET, ISA, H0, 2, 0)                                           \
+    DEFINE_UKR(P##_##H0##_2_1, T, TARGET, ISA, H0, 2, 1)                                           \
+    DEFINE_UKR(P##_##H0##_1_0, T, TARGET, ISA, H0, 1, 0)                                           \
+    DEFINE_UKR(P##_##H0##_1_1, T, TARGET, ISA, H0, 1, 1)                                           \
+    DEFINE_UKR(P##_##H1##_2_0, T, TARGET, ISA, H1, 2, 0)                                           \
+    DEFINE_UKR(P##_##H1##_2_1, T, TARGET, ISA, H1, 2, 1)                                           \
+    DEFINE_UKR(P##_##H1##_1_0, T, TARGET, ISA, H1, 1, 0)                                           \
+    DEFINE_UKR(P##_##H1##_1_1, T, TARGET, ISA, H1, 1, 1)                                           \
+    DEFINE_UKR(P##_##H2##_2_0, T, TARGET, ISA, H2, 2, 0)                                           \
+    DEFINE_UKR(P##_##H2##_2_1, T, TARGET, ISA, H2, 2, 1)                                           \
+    DEFINE_UKR(P##_##H2##_1_0, T, TARGET, ISA, H2, 1, 0)                                           \
+    DEFINE_UKR(P##_##H2##_1_1, T, TARGET, ISA, H2, 1, 1)
+#define KSET_INIT(P, ISA, H0, H1, H2, TR)                                                          \
     {                                                                                              \
-        VT acc0[MR], acc1[MR];                                                                     \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                      \
-        {                                                                                          \
-            acc0[i] = ZERO();                                                                      \
-            acc1[i] = ZERO();                                                                      \
-        }                                                                                          \
-        for (int64_t p = 0; p < kc; p++) {                                                         \
-            VT b0 = LOADU(pb), b1 = LOADU(pb + LANES);                                             \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                  \
-            {                                                                                      \
-                VT ai = SET1(pa[i]);                                                               \
-                acc0[i] = FMADD(ai, b0, acc0[i]);                                                  \
-                acc1[i] = FMADD(ai, b1, acc1[i]);                                                  \
-            }                                                                                      \
-            pa += MR;                                                                              \
-            pb += ldb;                                                                             \
-        }                                                                                          \
-        VT va = SET1(alpha);                                                                       \
-        if (mh == MR && nw == 2 * LANES && csc == 1) {                                             \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                  \
-            {                                                                                      \
-                T *ci = c + i * rsc;                                                               \
-                VT r0 = MUL(acc0[i], va), r1 = MUL(acc1[i], va);                                   \
-                if (beta != 0) {                                                                   \
-                    VT vb = SET1(beta);                                                            \
-                    r0 = FMADD(vb, LOADU(ci), r0);                                                 \
-                    r1 = FMADD(vb, LOADU(ci + LANES), r1);                                         \
-                }                                                                                  \
-                STOREU(ci, r0);                                                                    \
-                STOREU(ci + LANES, r1);                                                            \
-            }                                                                                      \
-            return;                                                                                \
-        }                                                                                          \
-        T tile[MR][2 * LANES];                                                                     \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                      \
-        {                                                                                          \
-            STOREU(tile[i], MUL(acc0[i], va));                                                     \
-            STOREU(tile[i] + LANES, MUL(acc1[i], va));                                             \
-        }                                                                                          \
-        for (int i = 0; i < mh; i++) {                                                             \
-            T *ci = c + i * rsc;                                                                   \
-            if (beta == 0)                                                                         \
-                for (int j = 0; j < nw; j++)                                                       \
-                    ci[j * csc] = tile[i][j];                                                      \
-            else                                                                                   \
-                for (int j = 0; j < nw; j++)                                                       \
-                    ci[j * csc] = tile[i][j] + beta * ci[j * csc];                                 \
-        }                                                                                          \
+        H0, V(ISA, LANES), {H0, H1, H2},                                                           \
+            {{{P##_##H0##_1_0, P##_##H0##_1_1}, {P##_##H0##_2_0, P##_##H0##_2_1}},                 \
+             {{P##_##H1##_1_0, P##_##H1##_1_1}, {P##_##H1##_2_0, P##_##H1##_2_1}},                 \
+             {{P##_##H2##_1_0, P##_##H2##_1_1}, {P##_##H2##_2_0, P##_##H2##_2_1}}},                \
+            TR                                                                                     \
     }
 
-DEFINE_UKR(ukr_s_avx512, float, "avx512f,avx512vl,fma", __m512, 16, 12, _mm512_setzero_ps,
-           _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_mul_ps)
-DEFINE_UKR(ukr_d_avx512, double, "avx512f,avx512vl,fma", __m512d, 8, 12, _mm512_setzero_pd,
-           _mm512_loadu_pd, _mm512_storeu_pd, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_mul_pd)
-DEFINE_UKR(ukr_s_avx2, float, "avx2,fma", __m256, 8, 6, _mm256_setzero_ps, _mm256_loadu_ps,
-           _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_mul_ps)
-DEFINE_UKR(ukr_d_avx2, double, "avx2,fma", __m256d, 4, 6, _mm256_setzero_pd, _mm256_loadu_pd,
-           _mm256_storeu_pd, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_mul_pd)
+#define AVX512 "avx512f,avx512vl,fma"
+#define AVX2   "avx2,fma"
+DEFINE_UKRS(ukr_s512, float, AVX512, S512, 12, 8, 4)
+DEFINE_UKRS(ukr_d512, double, AVX512, D512, 12, 8, 4)
+DEFINE_UKRS(ukr_s256, float, AVX2, S256, 6, 4, 2)
+DEFINE_UKRS(ukr_d256, double, AVX2, D256, 6, 4, 2)
+
+static const kset_s kset_s512 = KSET_INIT(ukr_s512, S512, 12, 8, 4, transpose_s512);
+static const kset_d kset_d512 = KSET_INIT(ukr_d512, D512, 12, 8, 4, transpose_d512);
+static const kset_s kset_s256 = KSET_INIT(ukr_s256, S256, 6, 4, 2, NULL);
+static const kset_d kset_d256 = KSET_INIT(ukr_d256, D256, 6, 4, 2, NULL);
 
 /* ---------------------------------------------------------------- choosing the kernel set */
 
@@ -109,7 +92,7 @@ static int isa = -1; /* 0 none, 1 avx2, 2 avx512; written once, idempotently */
 static int
 detect(void)
 {
-    int v = isa;
+    int v = __atomic_load_n(&isa, __ATOMIC_RELAXED);
     if (v >= 0)
         return v;
     __builtin_cpu_init();
@@ -128,6 +111,16 @@ yt__gemm_small_level(void)
     return detect();
 }
 
+int
+yt__gemm_small_set_level(int level)
+{
+    __atomic_store_n(&isa, -1, __ATOMIC_RELAXED);
+    int cpu = detect(); /* what the CPU has */
+    int v = level < 0 || level > cpu ? cpu : level;
+    __atomic_store_n(&isa, v, __ATOMIC_RELAXED);
+    return v;
+}
+
 const char *
 yt__gemm_small_isa(void)
 {
@@ -135,33 +128,19 @@ yt__gemm_small_isa(void)
     return names[detect()];
 }
 
-static ukr_info_s
-info_s(void)
+static const kset_s *
+kset_s_get(void)
 {
-    return detect() == 2 ? (ukr_info_s){12, 32, ukr_s_avx512} : (ukr_info_s){6, 16, ukr_s_avx2};
+    return detect() == 2 ? &kset_s512 : &kset_s256;
 }
 
-static ukr_info_d
-info_d(void)
+static const kset_d *
+kset_d_get(void)
 {
-    return detect() == 2 ? (ukr_info_d){12, 16, ukr_d_avx512} : (ukr_info_d){6, 8, ukr_d_avx2};
+    return detect() == 2 ? &kset_d512 : &kset_d256;
 }
 
-/* ---------------------------------------------------------------- the per-type bodies */
-
-#define T   float
-#define SFX s
-#include "gemm_small_impl.h"
-#undef T
-#undef SFX
-
-#define T   double
-#define SFX d
-#include "gemm_small_impl.h"
-#undef T
-#undef SFX
-
-/* ---------------------------------------------------------------- orientation and threads */
+/* ---------------------------------------------------------------- operand access plans */
 
 static int64_t
 round_up(int64_t x, int64_t to)
@@ -169,30 +148,96 @@ round_up(int64_t x, int64_t to)
     return (x + to - 1) / to * to;
 }
 
-/* Whether computing C^T = B^T A^T wastes less: the padded tile work of each orientation, plus
- * the cost of element-wise stores when C's vector direction is not contiguous. */
-static bool
-better_transposed(int64_t m, int64_t n, int64_t k, int mr, int nr, int64_t rsc, int64_t csc)
+static int64_t
+iabs64(int64_t x)
 {
-    double direct = (double)round_up(m, mr) * (double)round_up(n, nr) * (double)k;
-    double swapped = (double)round_up(n, mr) * (double)round_up(m, nr) * (double)k;
-    double scatter = (double)m * (double)n * 24.0;
-    if (csc != 1)
-        direct += scatter;
-    if (rsc != 1)
-        swapped += scatter;
-    return swapped < direct;
+    return x < 0 ? -x : x;
 }
 
-/* Splits C into `threads` column (or row) strips in whole micro-tiles and runs one body per
- * thread. */
-#define DEFINE_DRIVER(NAME, T, INFO, BODY)                                                         \
+/* Whether a matrix whose rows (or columns) lie `stride` elements apart can be read in place:
+ * 4 KiB multiples put all of them in one L1 set. */
+static bool
+in_place_stride(int64_t stride, size_t esz)
+{
+    int64_t bytes = iabs64(stride) * (int64_t)esz;
+    return bytes < 4096 || bytes % 4096 != 0;
+}
+
+/* How the kernels read A (m x k): 2 its rows in place (unit column stride), 1 its columns in
+ * place (unit row stride), 0 packed. */
+static int
+a_access(int64_t rsa, int64_t csa, size_t esz)
+{
+    if (csa == 1 && in_place_stride(rsa, esz))
+        return 2;
+    if (rsa == 1 && in_place_stride(csa, esz))
+        return 1;
+    return 0;
+}
+
+/* Whether B (k x n) is read in place: row-major with short rows (long rows' kc-row panels would
+ * collide in L1 sets). */
+static bool
+b_in_place(int64_t rsb, int64_t csb, size_t esz)
+{
+    return csb == 1 && iabs64(rsb) * (int64_t)esz <= SMALL_DIRECT_ROW_BYTES;
+}
+
+/* Rough cost, in cycles of FMA issue, of one orientation: the padded tile work plus packing
+ * (per element: copy 0.1, vector transpose 0.3, scalar gather 1.5) plus C's element stores. */
+static double
+plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, int64_t k,
+          int64_t rsa, int64_t csa, int64_t rsb, int64_t csb, int64_t rsc, int64_t csc)
+{
+    int64_t nr = 2 * lanes, rem = n % nr;
+    int64_t n_pad = n - rem + (rem == 0 ? 0 : rem <= lanes ? lanes : nr);
+    double cost = (double)round_up(m, mr_min) * (double)n_pad * (double)k / (2.0 * lanes);
+    double tr = has_tr ? 0.3 : 1.5;
+    if (a_access(rsa, csa, esz) == 0) {
+        double per = rsa == 1 ? 0.1 : csa == 1 ? tr : 1.5;
+        cost += per * (double)m * (double)k * (double)((n + SMALL_NC - 1) / SMALL_NC);
+    }
+    if (!b_in_place(rsb, csb, esz))
+        cost += (csb == 1 ? 0.1 : rsb == 1 ? tr : 1.5) * (double)k * (double)n;
+    if (csc != 1)
+        cost += (rsc == 1 ? 0.5 : 1.0) * (double)m * (double)n;
+    return cost;
+}
+
+/* ---------------------------------------------------------------- the per-type bodies */
+
+#define T    float
+#define SFX  s
+#define KSET kset_s
+#include "gemm_small_impl.h"
+#undef T
+#undef SFX
+#undef KSET
+
+#define T    double
+#define SFX  d
+#define KSET kset_d
+#include "gemm_small_impl.h"
+#undef T
+#undef SFX
+#undef KSET
+
+/* ---------------------------------------------------------------- orientation and threads */
+
+/* Picks C = A B or C^T = B^T A^T (whichever plan_cost prefers), then splits C into `threads`
+ * column (or row) strips in whole micro-tiles and runs one body per thread. */
+#define DEFINE_DRIVER(NAME, T, KSET, GET, BODY)                                                    \
     yt_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, \
                    const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, int64_t csc,   \
                    int threads)                                                                    \
     {                                                                                              \
-        INFO u = CAT2(info_, SFX2)();                                                              \
-        if (better_transposed(m, n, k, u.mr, u.nr, rsc, csc)) {                                    \
+        const KSET *u = GET();                                                                     \
+        bool tr = u->tr != NULL;                                                                   \
+        double direct =                                                                            \
+            plan_cost(u->mrs[2], u->lanes, tr, sizeof(T), m, n, k, rsa, csa, rsb, csb, rsc, csc);  \
+        double swapped =                                                                           \
+            plan_cost(u->mrs[2], u->lanes, tr, sizeof(T), n, m, k, csb, rsb, csa, rsa, csc, rsc);  \
+        if (swapped < direct) {                                                                    \
             const T *t = a;                                                                        \
             a = b;                                                                                 \
             b = t;                                                                                 \
@@ -207,13 +252,14 @@ better_transposed(int64_t m, int64_t n, int64_t k, int mr, int nr, int64_t rsc, 
             rsc = csc;                                                                             \
             csc = tcs;                                                                             \
         }                                                                                          \
-        int64_t n_tiles = (n + u.nr - 1) / u.nr, m_tiles = (m + u.mr - 1) / u.mr;                  \
+        int64_t nr = 2 * u->lanes;                                                                 \
+        int64_t n_tiles = (n + nr - 1) / nr, m_tiles = (m + u->mr - 1) / u->mr;                    \
         bool split_n = n_tiles >= m_tiles;                                                         \
         int64_t tiles = split_n ? n_tiles : m_tiles;                                               \
         if (threads > tiles)                                                                       \
             threads = (int)tiles;                                                                  \
         if (threads <= 1)                                                                          \
-            return BODY(&u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);          \
+            return BODY(u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);           \
         yt_status status = YT_OK;                                                                  \
         _Pragma("omp parallel num_threads(threads)")                                               \
         {                                                                                          \
@@ -221,14 +267,14 @@ better_transposed(int64_t m, int64_t n, int64_t k, int mr, int nr, int64_t rsc, 
             int64_t lo = tiles * id / nt, hi = tiles * (id + 1) / nt;                              \
             yt_status s = YT_OK;                                                                   \
             if (split_n) {                                                                         \
-                int64_t j0 = lo * u.nr, j1 = hi * u.nr < n ? hi * u.nr : n;                        \
+                int64_t j0 = lo * nr, j1 = hi * nr < n ? hi * nr : n;                              \
                 if (j1 > j0)                                                                       \
-                    s = BODY(&u, m, j1 - j0, k, alpha, a, rsa, csa, b + j0 * csb, rsb, csb, beta,  \
+                    s = BODY(u, m, j1 - j0, k, alpha, a, rsa, csa, b + j0 * csb, rsb, csb, beta,   \
                              c + j0 * csc, rsc, csc);                                              \
             } else {                                                                               \
-                int64_t i0 = lo * u.mr, i1 = hi * u.mr < m ? hi * u.mr : m;                        \
+                int64_t i0 = lo * u->mr, i1 = hi * u->mr < m ? hi * u->mr : m;                     \
                 if (i1 > i0)                                                                       \
-                    s = BODY(&u, i1 - i0, n, k, alpha, a + i0 * rsa, rsa, csa, b, rsb, csb, beta,  \
+                    s = BODY(u, i1 - i0, n, k, alpha, a + i0 * rsa, rsa, csa, b, rsb, csb, beta,   \
                              c + i0 * rsc, rsc, csc);                                              \
             }                                                                                      \
             if (s != YT_OK) {                                                                      \
@@ -240,12 +286,5 @@ better_transposed(int64_t m, int64_t n, int64_t k, int mr, int nr, int64_t rsc, 
         return YT_OK;                                                                              \
     }
 
-#define CAT2_(a, b) a##b
-#define CAT2(a, b)  CAT2_(a, b)
-
-#define SFX2 s
-DEFINE_DRIVER(yt__gemm_small_s, float, ukr_info_s, small_gemm_s)
-#undef SFX2
-#define SFX2 d
-DEFINE_DRIVER(yt__gemm_small_d, double, ukr_info_d, small_gemm_d)
-#undef SFX2
+DEFINE_DRIVER(yt__gemm_small_s, float, kset_s, kset_s_get, small_gemm_s)
+DEFINE_DRIVER(yt__gemm_small_d, double, kset_d, kset_d_get, small_gemm_d)

@@ -9,6 +9,10 @@
 /* The microkernel set this CPU runs: 0 none (no AVX2 + FMA), 1 AVX2, 2 AVX-512. */
 YT_INTERNAL int yt__gemm_small_level(void);
 
+/* For tests: runs the kernel set `level` (as above; at most what the CPU has, -1 for that)
+ * from now on, in every thread. Returns the level set. Not for concurrent use with GEMMs. */
+YT_INTERNAL int yt__gemm_small_set_level(int level);
+
 /* Name of the microkernel set in use ("avx512", "avx2" or "none"). */
 YT_INTERNAL const char *yt__gemm_small_isa(void);
 

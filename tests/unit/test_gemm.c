@@ -23,6 +23,7 @@ yt_status yt__gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_
                                int64_t k, float alpha, const float *a, int64_t bsa, int64_t rsa,
                                int64_t csa, const float *b, int64_t bsb, int64_t rsb, int64_t csb,
                                float beta, float *c, int64_t bsc, int64_t rsc, int64_t csc);
+int yt__gemm_small_set_level(int level); /* kernels/cpu/gemm_small.h */
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 
@@ -49,7 +50,9 @@ uniform(void) /* [-1, 1) */
 
 /* A rows x cols layout inside a buffer: element (r, c) at base + r * rs + c * cs. `kind`:
  * 0 row-major, 1 column-major, 2 row-major with padding, 3 rows reversed (negative rs),
- * 4 zero row stride (one row broadcast; read-only operands only). */
+ * 4 zero row stride (one row broadcast; read-only operands only), 5 row-major and 6
+ * column-major with a 1024-element leading dimension (4 KiB rows in f32: the GEMM packs such
+ * operands instead of reading them in place). */
 typedef struct {
     int64_t base, rs, cs, span;
 } layout;
@@ -72,8 +75,16 @@ make_layout(int64_t rows, int64_t cols, int kind)
     case 3:
         l.rs = -cols, l.cs = 1, l.base = (rows > 0 ? rows - 1 : 0) * cols;
         break;
-    default:
+    case 4:
         l.rs = 0, l.cs = 1;
+        break;
+    case 5:
+        l.rs = 1024, l.cs = 1;
+        cr_assert_leq(cols, 1024);
+        break;
+    default:
+        l.rs = 1, l.cs = 1024;
+        cr_assert_leq(rows, 1024);
         break;
     }
     int64_t hi = l.base, lo = l.base;
@@ -187,6 +198,48 @@ Test(gemm, random_small_shapes)
         t.threads = 1 + (int)(next() % 2);
         run_case(&t);
     }
+}
+
+Test(gemm, tile_edges_and_operand_paths)
+{
+    /* Every tile height and the narrow / wide / masked column edges, with each operand read in
+     * place or packed (copied, transposed in registers, or gathered), k around the vector
+     * length and past one k block. */
+    static const int64_t ns[] = {1, 3, 8, 10, 15, 16, 17, 24, 31, 32, 33, 40, 48, 63, 64, 65};
+    static const int64_t ks[] = {1, 7, 15, 16, 17, 33, 128, 257};
+    for (int it = 0; it < 500; it++) {
+        gemm_case t = {.f64 = it % 3 == 0, .ta = next() % 2, .tb = next() % 2};
+        t.m = pick(1, 30), t.n = ns[next() % 16], t.k = ks[next() % 8];
+        if (it % 2)
+            t.m = ns[next() % 16], t.n = pick(1, 30); /* either orientation gets the edges */
+        t.alpha = scalars[next() % 4], t.beta = scalars[next() % 4];
+        if (t.alpha == 0)
+            t.alpha = -1;
+        t.ka = (int)(next() % 7), t.kb = (int)(next() % 7), t.kc = (int)(next() % 4);
+        if (t.kc == 3)
+            t.kc = 5 + (int)(next() % 2);
+        t.threads = 1 + (int)(next() % 2);
+        run_case(&t);
+    }
+}
+
+Test(gemm, every_kernel_set)
+{
+    /* The AVX2 kernels (and, at level 0, BLIS or the plain loop) on this CPU too. */
+    for (int level = 0; level <= 2; level++) {
+        int got = yt__gemm_small_set_level(level);
+        for (int it = 0; it < 150; it++) {
+            gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
+            t.m = pick(1, 40), t.n = pick(1, 40), t.k = pick(1, 300);
+            t.alpha = it % 3 == 0 ? 1.0 : -0.5, t.beta = scalars[next() % 4];
+            t.ka = (int)(next() % 7), t.kb = (int)(next() % 7), t.kc = (int)(next() % 3);
+            t.threads = 1 + (int)(next() % 2);
+            run_case(&t);
+        }
+        if (got < level)
+            break;
+    }
+    yt__gemm_small_set_level(-1);
 }
 
 Test(gemm, random_large_shapes)
