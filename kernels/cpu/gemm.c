@@ -24,7 +24,9 @@
  * skx kernels reach about 40. */
 #define AVX2_MAX_MACS (200.0 * 200.0 * 200.0)
 /* Below this many multiply-adds one thread is faster than waking a second one. */
+#ifndef PARALLEL_MACS
 #define PARALLEL_MACS (96.0 * 96.0 * 96.0)
+#endif
 
 /* Strides of a rows x cols matrix as BLIS wants them, or false when BLIS would refuse them (a
  * zero or negative stride, or general strides whose rows and columns interleave): BLIS aborts

@@ -49,15 +49,24 @@ FN(pack_a_)(const KSET *u, int64_t rows, int64_t kc, const T *a, int64_t rsa, in
     }
 }
 
-/* B's rows [0, kc) x cols [0, cols) into nr-column panels: for each p, nr values of row p
- * (columns past `cols` are zero). Unit column stride copies rows; a column-major B (the
- * transposed weight of x @ W^T) is transposed in blocks; otherwise columns are walked so that
- * reads stay sequential along rsb. */
+/* Width of the packed B panel holding columns [j0, cols): nr, or one vector for a last panel
+ * that narrow. */
+static int
+FN(panel_width_)(const KSET *u, int64_t j0, int64_t cols)
+{
+    return cols - j0 <= u->lanes ? u->lanes : 2 * u->lanes;
+}
+
+/* B's rows [0, kc) x cols [0, cols) into panels nr columns wide (the last one may be one vector
+ * wide): for each p, the panel's values of row p (columns past `cols` are zero). Unit column
+ * stride copies rows; a column-major B (the transposed weight of x @ W^T) is transposed in
+ * blocks; otherwise columns are walked so that reads stay sequential along rsb. */
 static void
 FN(pack_b_)(const KSET *u, int64_t kc, int64_t cols, const T *b, int64_t rsb, int64_t csb, T *out)
 {
-    const int nr = 2 * u->lanes, lanes = u->lanes;
-    for (int64_t j0 = 0; j0 < cols; j0 += nr) {
+    const int lanes = u->lanes;
+    for (int64_t j0 = 0; j0 < cols; j0 += 2 * lanes) {
+        const int nr = FN(panel_width_)(u, j0, cols);
         int64_t w = cols - j0 < nr ? cols - j0 : nr;
         const T *src = b + j0 * csb;
         if (csb == 1) {
@@ -144,7 +153,7 @@ FN(small_gemm_)(const KSET *u, int64_t m, int64_t n, int64_t k, T alpha, const T
                     int nw = nc - jr < nr ? (int)(nc - jr) : nr;
                     int wide = nw > lanes;
                     const T *pbj = b_direct ? b + pc * rsb + (jc + jr) * csb : pb + jr * kc;
-                    int64_t ldb = b_direct ? rsb : nr;
+                    int64_t ldb = b_direct ? rsb : FN(panel_width_)(u, jr, nc);
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int mh = mc - ir < mr ? (int)(mc - ir) : mr;
                         int h = mh > u->mrs[1] ? 0 : mh > u->mrs[2] ? 1 : 2;

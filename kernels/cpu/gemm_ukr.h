@@ -15,39 +15,39 @@
 #define V(ISA, OP)     UKR_CAT(ISA, _##OP)
 
 /* Vector macro sets: S512 / D512 (AVX-512 f32 / f64), S256 / D256 (AVX2 f32 / f64). */
-#define S512_VT           __m512
-#define S512_LANES        16
-#define S512_MT           __mmask16
-#define S512_ZERO()       _mm512_setzero_ps()
-#define S512_LOADU(p)     _mm512_loadu_ps(p)
-#define S512_STOREU(p, v) _mm512_storeu_ps(p, v)
-#define S512_SET1(x)      _mm512_set1_ps(x)
-#define S512_FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define S512_MUL(a, b)      _mm512_mul_ps(a, b)
-#define S512_MKMASK(n)      ((__mmask16)((1u << (n)) - 1u))
-#define S512_MLOAD(m, p)    _mm512_maskz_loadu_ps(m, p)
+#define S512_VT              __m512
+#define S512_LANES           16
+#define S512_MT              __mmask16
+#define S512_ZERO()          _mm512_setzero_ps()
+#define S512_LOADU(p)        _mm512_loadu_ps(p)
+#define S512_STOREU(p, v)    _mm512_storeu_ps(p, v)
+#define S512_SET1(x)         _mm512_set1_ps(x)
+#define S512_FMADD(a, b, c)  _mm512_fmadd_ps(a, b, c)
+#define S512_MUL(a, b)       _mm512_mul_ps(a, b)
+#define S512_MKMASK(n)       ((__mmask16)((1u << (n)) - 1u))
+#define S512_MLOAD(m, p)     _mm512_maskz_loadu_ps(m, p)
 #define S512_MSTORE(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 
-#define D512_VT           __m512d
-#define D512_LANES        8
-#define D512_MT           __mmask8
-#define D512_ZERO()       _mm512_setzero_pd()
-#define D512_LOADU(p)     _mm512_loadu_pd(p)
-#define D512_STOREU(p, v) _mm512_storeu_pd(p, v)
-#define D512_SET1(x)      _mm512_set1_pd(x)
-#define D512_FMADD(a, b, c) _mm512_fmadd_pd(a, b, c)
-#define D512_MUL(a, b)      _mm512_mul_pd(a, b)
-#define D512_MKMASK(n)      ((__mmask8)((1u << (n)) - 1u))
-#define D512_MLOAD(m, p)    _mm512_maskz_loadu_pd(m, p)
+#define D512_VT              __m512d
+#define D512_LANES           8
+#define D512_MT              __mmask8
+#define D512_ZERO()          _mm512_setzero_pd()
+#define D512_LOADU(p)        _mm512_loadu_pd(p)
+#define D512_STOREU(p, v)    _mm512_storeu_pd(p, v)
+#define D512_SET1(x)         _mm512_set1_pd(x)
+#define D512_FMADD(a, b, c)  _mm512_fmadd_pd(a, b, c)
+#define D512_MUL(a, b)       _mm512_mul_pd(a, b)
+#define D512_MKMASK(n)       ((__mmask8)((1u << (n)) - 1u))
+#define D512_MLOAD(m, p)     _mm512_maskz_loadu_pd(m, p)
 #define D512_MSTORE(p, m, v) _mm512_mask_storeu_pd(p, m, v)
 
-#define S256_VT           __m256
-#define S256_LANES        8
-#define S256_MT           __m256i
-#define S256_ZERO()       _mm256_setzero_ps()
-#define S256_LOADU(p)     _mm256_loadu_ps(p)
-#define S256_STOREU(p, v) _mm256_storeu_ps(p, v)
-#define S256_SET1(x)      _mm256_set1_ps(x)
+#define S256_VT             __m256
+#define S256_LANES          8
+#define S256_MT             __m256i
+#define S256_ZERO()         _mm256_setzero_ps()
+#define S256_LOADU(p)       _mm256_loadu_ps(p)
+#define S256_STOREU(p, v)   _mm256_storeu_ps(p, v)
+#define S256_SET1(x)        _mm256_set1_ps(x)
 #define S256_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define S256_MUL(a, b)      _mm256_mul_ps(a, b)
 #define S256_MKMASK(n)                                                                             \
@@ -55,17 +55,17 @@
 #define S256_MLOAD(m, p)     _mm256_maskload_ps(p, m)
 #define S256_MSTORE(p, m, v) _mm256_maskstore_ps(p, m, v)
 
-#define D256_VT           __m256d
-#define D256_LANES        4
-#define D256_MT           __m256i
-#define D256_ZERO()       _mm256_setzero_pd()
-#define D256_LOADU(p)     _mm256_loadu_pd(p)
-#define D256_STOREU(p, v) _mm256_storeu_pd(p, v)
-#define D256_SET1(x)      _mm256_set1_pd(x)
-#define D256_FMADD(a, b, c) _mm256_fmadd_pd(a, b, c)
-#define D256_MUL(a, b)      _mm256_mul_pd(a, b)
-#define D256_MKMASK(n)      _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3))
-#define D256_MLOAD(m, p)    _mm256_maskload_pd(p, m)
+#define D256_VT              __m256d
+#define D256_LANES           4
+#define D256_MT              __m256i
+#define D256_ZERO()          _mm256_setzero_pd()
+#define D256_LOADU(p)        _mm256_loadu_pd(p)
+#define D256_STOREU(p, v)    _mm256_storeu_pd(p, v)
+#define D256_SET1(x)         _mm256_set1_pd(x)
+#define D256_FMADD(a, b, c)  _mm256_fmadd_pd(a, b, c)
+#define D256_MUL(a, b)       _mm256_mul_pd(a, b)
+#define D256_MKMASK(n)       _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3))
+#define D256_MLOAD(m, p)     _mm256_maskload_pd(p, m)
 #define D256_MSTORE(p, m, v) _mm256_maskstore_pd(p, m, v)
 
 /* Element (i, p) of the A tile. ROWS = 0: a panel, MR values per column p, columns lda apart
@@ -78,7 +78,7 @@
 #define UKR_STEPS(ISA, MR, NV, ROWS, LOADB)                                                        \
     for (int64_t p = 0; p < kc; p++) {                                                             \
         V(ISA, VT) bv[NV];                                                                         \
-        _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) bv[v] = LOADB(ISA, v);                     \
+        _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) bv[v] = LOADB(ISA, v);                \
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                      \
         {                                                                                          \
             V(ISA, VT) ai = V(ISA, SET1)(UKR_CAT(UKR_A, ROWS)(i));                                 \
@@ -185,8 +185,7 @@
  * r < width, where source rows r >= rows read as 0 (rows <= width <= LANES, cols <= LANES).
  * One LANES x LANES block through registers: 4 (f32) or 3 (f64) rounds of shuffles. */
 __attribute__((target("avx512f"))) static void
-transpose_s512(const float *src, int64_t ss, int rows, int cols, float *dst, int64_t lds,
-               int width)
+transpose_s512(const float *src, int64_t ss, int rows, int cols, float *dst, int64_t lds, int width)
 {
     __m512 r[16], t[16], u[16], o[16];
     __mmask16 mc = S512_MKMASK(cols), mw = S512_MKMASK(width);
