@@ -45,7 +45,8 @@ static const gemm_case cases[] = {
     {"dW_256x64x784_at", 256, 64, 784, true, false},
     {"dW_128x64x256_at", 128, 64, 256, true, false},
     {"dW_10x64x128_at", 10, 64, 128, true, false},
-    /* dW as yaten's addmm backward computes it: grad of W^T = X^T @ dY */
+    /* dW = X^T @ dY, for a weight stored [in, out] (x @ W); nn.Linear's [out, in] weight gets
+     * dY^T @ X (the dW cases above, as in PyTorch: mm_mat2_backward) */
     {"dWt_784x64x256_at", 784, 64, 256, true, false},
     {"dWt_256x64x128_at", 256, 64, 128, true, false},
     {"dWt_128x64x10_at", 128, 64, 10, true, false},

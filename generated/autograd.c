@@ -1616,13 +1616,13 @@ yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * backward, from derivatives.yaml:113:
- *   self: mm(grad, mat2.t())
- *   mat2: mm(self.t(), grad)
+ *   self: mm_mat1_backward(grad, mat2, self)
+ *   mat2: mm_mat2_backward(grad, self, mat2)
  */
 typedef struct mm_node {
     yt_node base;  /* must be first */
-    yt_saved mat2; /* used by: self */
-    yt_saved self; /* used by: mat2 */
+    yt_saved mat2; /* used by: self, mat2 */
+    yt_saved self; /* used by: self, mat2 */
 } mm_node;
 
 static yt_status
@@ -1632,9 +1632,9 @@ mm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[0]) {
         yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
-        yt_tensor *t0 = yt_t(mat2);
-        out[0] = yt_mm(grads[0], t0);
-        yt_release(t0);
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_mm_mat1_backward_ex(grads[0], mat2, self, yt_int(1));
+        yt_release(self);
         yt_release(mat2);
         if (out[0] == NULL)
             return yt__last_status();
@@ -1642,9 +1642,9 @@ mm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[1]) {
         yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
-        yt_tensor *t0 = yt_t(self);
-        out[1] = yt_mm(t0, grads[0]);
-        yt_release(t0);
+        yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
+        out[1] = yt_mm_mat2_backward_ex(grads[0], self, mat2, yt_int(1));
+        yt_release(mat2);
         yt_release(self);
         if (out[1] == NULL)
             return yt__last_status();
@@ -1677,9 +1677,9 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
     yt_status status = YT_OK;
     yt__node_set_edge(&node->base, 0, self);
     yt__node_set_edge(&node->base, 1, mat2);
-    if (status == YT_OK && (node->base.needs_grad[0]))
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
         status = yt__saved_init(&node->mat2, mat2, false, 0);
-    if (status == YT_OK && (node->base.needs_grad[1]))
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
         status = yt__saved_init(&node->self, self, false, 0);
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
@@ -1762,17 +1762,17 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * backward, from derivatives.yaml:169:
- *   self: sum_to(grad * beta, self.shape)
- *   mat1: mm(grad, mat2.t()) * alpha
- *   mat2: mm(mat1.t(), grad) * alpha
+ *   self: sum_to(grad, self.shape) * beta
+ *   mat1: mm_mat1_backward(grad, mat2, mat1, alpha)
+ *   mat2: mm_mat2_backward(grad, mat1, mat2, alpha)
  */
 typedef struct addmm_node {
     yt_node base;        /* must be first */
-    yt_scalar beta;      /* used by: self */
     yt_shape self_shape; /* used by: self */
-    yt_saved mat2;       /* used by: mat1 */
+    yt_scalar beta;      /* used by: self */
+    yt_saved mat2;       /* used by: mat1, mat2 */
+    yt_saved mat1;       /* used by: mat1, mat2 */
     yt_scalar alpha;     /* used by: mat1, mat2 */
-    yt_saved mat1;       /* used by: mat2 */
 } addmm_node;
 
 static yt_status
@@ -1781,8 +1781,8 @@ addmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     addmm_node *node = (addmm_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        yt_tensor *t0 = yt_mul_scalar(grads[0], node->beta);
-        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_tensor *t0 = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        out[0] = yt_mul_scalar(t0, node->beta);
         yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
@@ -1790,11 +1790,9 @@ addmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[1]) {
         yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
-        yt_tensor *t0 = yt_t(mat2);
-        yt_tensor *t1 = yt_mm(grads[0], t0);
-        out[1] = yt_mul_scalar(t1, node->alpha);
-        yt_release(t1);
-        yt_release(t0);
+        yt_tensor *mat1 = yt__saved_unpack(&node->mat1, &node->base, "mat1");
+        out[1] = yt_mm_mat1_backward_ex(grads[0], mat2, mat1, node->alpha);
+        yt_release(mat1);
         yt_release(mat2);
         if (out[1] == NULL)
             return yt__last_status();
@@ -1802,11 +1800,9 @@ addmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[2]) {
         yt_tensor *mat1 = yt__saved_unpack(&node->mat1, &node->base, "mat1");
-        yt_tensor *t0 = yt_t(mat1);
-        yt_tensor *t1 = yt_mm(t0, grads[0]);
-        out[2] = yt_mul_scalar(t1, node->alpha);
-        yt_release(t1);
-        yt_release(t0);
+        yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
+        out[2] = yt_mm_mat2_backward_ex(grads[0], mat1, mat2, node->alpha);
+        yt_release(mat2);
         yt_release(mat1);
         if (out[2] == NULL)
             return yt__last_status();
@@ -1841,13 +1837,13 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
     yt__node_set_edge(&node->base, 0, self);
     yt__node_set_edge(&node->base, 1, mat1);
     yt__node_set_edge(&node->base, 2, mat2);
-    node->beta = beta;
     yt__shape_of(&node->self_shape, self);
-    if (status == YT_OK && (node->base.needs_grad[1]))
+    node->beta = beta;
+    if (status == YT_OK && (node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->mat2, mat2, false, 0);
-    node->alpha = alpha;
-    if (status == YT_OK && (node->base.needs_grad[2]))
+    if (status == YT_OK && (node->base.needs_grad[1] || node->base.needs_grad[2]))
         status = yt__saved_init(&node->mat1, mat1, false, 0);
+    node->alpha = alpha;
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -1856,14 +1852,14 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * backward, from derivatives.yaml:174:
- *   self: sum_to(grad * beta, self.shape)
+ *   self: sum_to(grad, self.shape) * beta
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
  */
 typedef struct baddbmm_node {
     yt_node base;        /* must be first */
-    yt_scalar beta;      /* used by: self */
     yt_shape self_shape; /* used by: self */
+    yt_scalar beta;      /* used by: self */
     yt_saved batch2;     /* used by: batch1 */
     yt_scalar alpha;     /* used by: batch1, batch2 */
     yt_saved batch1;     /* used by: batch2 */
@@ -1875,8 +1871,8 @@ baddbmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
     baddbmm_node *node = (baddbmm_node *)node_;
 
     if (node->base.needs_grad[0]) {
-        yt_tensor *t0 = yt_mul_scalar(grads[0], node->beta);
-        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_tensor *t0 = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        out[0] = yt_mul_scalar(t0, node->beta);
         yt_release(t0);
         if (out[0] == NULL)
             return yt__last_status();
@@ -1935,8 +1931,8 @@ yt__record_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1, yt_ten
     yt__node_set_edge(&node->base, 0, self);
     yt__node_set_edge(&node->base, 1, batch1);
     yt__node_set_edge(&node->base, 2, batch2);
-    node->beta = beta;
     yt__shape_of(&node->self_shape, self);
+    node->beta = beta;
     if (status == YT_OK && (node->base.needs_grad[1]))
         status = yt__saved_init(&node->batch2, batch2, false, 0);
     node->alpha = alpha;

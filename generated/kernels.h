@@ -250,6 +250,10 @@ YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_tensor *yt__composite_dot(yt_tensor *self, yt_tensor *tensor);
 YT_INTERNAL yt_tensor *yt__composite_outer(yt_tensor *self, yt_tensor *vec2);
 YT_INTERNAL yt_tensor *yt__composite_linear(yt_tensor *input, yt_tensor *weight, yt_tensor *bias);
+YT_INTERNAL yt_tensor *yt__composite_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2,
+                                                      yt_tensor *mat1, yt_scalar alpha);
+YT_INTERNAL yt_tensor *yt__composite_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1,
+                                                      yt_tensor *mat2, yt_scalar alpha);
 YT_INTERNAL yt_tensor *yt__view_t(yt_tensor *self);
 YT_INTERNAL yt_tensor *yt__view_transpose_int(yt_tensor *self, int64_t dim0, int64_t dim1);
 YT_INTERNAL yt_tensor *yt__view_permute(yt_tensor *self, const int64_t *dims, int dims_len);

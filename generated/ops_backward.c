@@ -11,8 +11,142 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:522 */
+yt_tensor *
+yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
+{
+    return yt_mm_mat1_backward_ex(grad, mat2, mat1, yt_int(1));
+}
+
+/* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:522 */
+yt_tensor *
+yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_scalar alpha)
+{
+    if (grad == NULL)
+        return yt__null_arg("mm_mat1_backward", "grad"); /* keeps an earlier error */
+    if (mat2 == NULL)
+        return yt__null_arg("mm_mat1_backward", "mat2"); /* keeps an earlier error */
+    if (mat1 == NULL)
+        return yt__null_arg("mm_mat1_backward", "mat1"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "mm_mat1_backward: alpha has an invalid scalar kind %d",
+                        (int)alpha.kind);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "mm_mat1_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "mm_mat1_backward: mat2 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(mat2->dtype));
+    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "mm_mat1_backward: mat1 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(mat1->dtype));
+    if (mat2->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "mm_mat1_backward: mat2 is on %s but grad is on %s",
+                        yt_device_name(mat2->device), yt_device_name(grad->device));
+    if (mat1->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "mm_mat1_backward: mat1 is on %s but grad is on %s",
+                        yt_device_name(mat1->device), yt_device_name(grad->device));
+    if (mat2->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE, "mm_mat1_backward: mat2 has dtype %s but grad has dtype %s",
+                        yt_dtype_name(mat2->dtype), yt_dtype_name(grad->dtype));
+    if (mat1->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE, "mm_mat1_backward: mat1 has dtype %s but grad has dtype %s",
+                        yt_dtype_name(mat1->dtype), yt_dtype_name(grad->dtype));
+    if (!((grad->dim == 2 && mat2->dim == 2 && mat1->dim == 2)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "mm_mat1_backward: expected grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2, got grad.dim=%d, mat2.dim=%d, mat1.dim=%d",
+            grad->dim, mat2->dim, mat1->dim);
+    if (!(grad->sizes[1] == mat2->sizes[1]))
+        return yt__fail(YT_ERR_SHAPE,
+                        "mm_mat1_backward: grad.size(1)=%lld does not match mat2.size(1)=%lld",
+                        (long long)grad->sizes[1], (long long)mat2->sizes[1]);
+    if (!((mat1->sizes[0] == grad->sizes[0] && mat1->sizes[1] == mat2->sizes[0])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "mm_mat1_backward: expected mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0), got mat1.size(0)=%lld, grad.size(0)=%lld, mat1.size(1)=%lld, mat2.size(0)=%lld",
+            (long long)mat1->sizes[0], (long long)grad->sizes[0], (long long)mat1->sizes[1],
+            (long long)mat2->sizes[0]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_mm_mat1_backward(grad, mat2, mat1, alpha);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
+ * from ops.yaml:543 */
+yt_tensor *
+yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
+{
+    return yt_mm_mat2_backward_ex(grad, mat1, mat2, yt_int(1));
+}
+
+/* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
+ * from ops.yaml:543 */
+yt_tensor *
+yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_scalar alpha)
+{
+    if (grad == NULL)
+        return yt__null_arg("mm_mat2_backward", "grad"); /* keeps an earlier error */
+    if (mat1 == NULL)
+        return yt__null_arg("mm_mat2_backward", "mat1"); /* keeps an earlier error */
+    if (mat2 == NULL)
+        return yt__null_arg("mm_mat2_backward", "mat2"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "mm_mat2_backward: alpha has an invalid scalar kind %d",
+                        (int)alpha.kind);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "mm_mat2_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "mm_mat2_backward: mat1 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(mat1->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "mm_mat2_backward: mat2 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(mat2->dtype));
+    if (mat1->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "mm_mat2_backward: mat1 is on %s but grad is on %s",
+                        yt_device_name(mat1->device), yt_device_name(grad->device));
+    if (mat2->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "mm_mat2_backward: mat2 is on %s but grad is on %s",
+                        yt_device_name(mat2->device), yt_device_name(grad->device));
+    if (mat1->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE, "mm_mat2_backward: mat1 has dtype %s but grad has dtype %s",
+                        yt_dtype_name(mat1->dtype), yt_dtype_name(grad->dtype));
+    if (mat2->dtype != grad->dtype)
+        return yt__fail(YT_ERR_DTYPE, "mm_mat2_backward: mat2 has dtype %s but grad has dtype %s",
+                        yt_dtype_name(mat2->dtype), yt_dtype_name(grad->dtype));
+    if (!((grad->dim == 2 && mat1->dim == 2 && mat2->dim == 2)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "mm_mat2_backward: expected grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2, got grad.dim=%d, mat1.dim=%d, mat2.dim=%d",
+            grad->dim, mat1->dim, mat2->dim);
+    if (!(grad->sizes[0] == mat1->sizes[0]))
+        return yt__fail(YT_ERR_SHAPE,
+                        "mm_mat2_backward: grad.size(0)=%lld does not match mat1.size(0)=%lld",
+                        (long long)grad->sizes[0], (long long)mat1->sizes[0]);
+    if (!((mat2->sizes[0] == mat1->sizes[1] && mat2->sizes[1] == grad->sizes[1])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "mm_mat2_backward: expected mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1), got mat2.size(0)=%lld, mat1.size(1)=%lld, mat2.size(1)=%lld, grad.size(1)=%lld",
+            (long long)mat2->sizes[0], (long long)mat1->sizes[1], (long long)mat2->sizes[1],
+            (long long)grad->sizes[1]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_mm_mat2_backward(grad, mat1, mat2, alpha);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:736 */
+ * from ops.yaml:778 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -32,7 +166,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:747 */
+ * from ops.yaml:789 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -54,7 +188,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:754 */
+ * from ops.yaml:796 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -80,7 +214,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:761 */
+ * from ops.yaml:803 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -120,7 +254,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:768 */
+ * from ops.yaml:810 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -137,7 +271,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:775 */
+ * from ops.yaml:817 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -166,7 +300,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:782 */
+ * from ops.yaml:824 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -201,7 +335,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:789 */
+ * from ops.yaml:831 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -246,7 +380,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:796; backward from derivatives.yaml:150 */
+ * from ops.yaml:838; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -288,7 +422,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:804; backward from derivatives.yaml:153 */
+ * from ops.yaml:846; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

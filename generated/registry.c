@@ -194,6 +194,18 @@ static const op_info registry[] = {
             "`input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the transposed weight is read in place.",
     },
     {
+        .schema =
+            "mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor",
+        .doc =
+            "Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as PyTorch lays it out); `mat1` is read only for its layout.",
+    },
+    {
+        .schema =
+            "mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor",
+        .doc =
+            "Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is (nn.Linear's weight^T: the weight's gradient then comes out in the weight's own layout); `mat2` is read only for its layout.",
+    },
+    {
         .schema = "t(Tensor self) -> Tensor",
         .doc = "Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.",
     },

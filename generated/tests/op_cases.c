@@ -4060,56 +4060,168 @@ error_linear_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_t_447(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_mm_mat1_backward_448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+}
+
+static yt_tensor *
+call_mm_mat1_backward_449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_mm_mat1_backward_450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat1_backward_451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat1_backward_452(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat1_backward_453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat1_backward_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_mm_mat2_backward_455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_mm_mat2_backward_456(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
+}
+
+static yt_tensor *
+call_mm_mat2_backward_457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_mm_mat2_backward_458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat2_backward_459(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat2_backward_460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat2_backward_461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_mm_mat2_backward_462(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_t_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_448(yt_tensor *const *inputs, void *ctx)
+call_t_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_449(yt_tensor *const *inputs, void *ctx)
+error_t_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_450(yt_tensor *const *inputs, void *ctx)
+call_transpose_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_451(yt_tensor *const *inputs, void *ctx)
+call_transpose_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_452(yt_tensor *const *inputs, void *ctx)
+error_transpose_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_453(yt_tensor *const *inputs, void *ctx)
+error_transpose_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_454(yt_tensor *const *inputs, void *ctx)
+call_permute_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -4117,7 +4229,7 @@ call_permute_454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_455(yt_tensor *const *inputs, void *ctx)
+error_permute_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -4125,7 +4237,7 @@ error_permute_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_456(yt_tensor *const *inputs, void *ctx)
+error_permute_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -4133,7 +4245,7 @@ error_permute_456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_457(yt_tensor *const *inputs, void *ctx)
+call_view_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -4141,7 +4253,7 @@ call_view_457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_458(yt_tensor *const *inputs, void *ctx)
+call_view_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -4149,7 +4261,7 @@ call_view_458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_459(yt_tensor *const *inputs, void *ctx)
+call_reshape_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -4157,7 +4269,7 @@ call_reshape_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_460(yt_tensor *const *inputs, void *ctx)
+call_reshape_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -4165,7 +4277,7 @@ call_reshape_460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_461(yt_tensor *const *inputs, void *ctx)
+call_expand_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -4173,7 +4285,7 @@ call_expand_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_462(yt_tensor *const *inputs, void *ctx)
+call_expand_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -4181,112 +4293,112 @@ call_expand_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_463(yt_tensor *const *inputs, void *ctx)
+call_squeeze_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_464(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_465(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_466(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_467(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_468(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_469(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_470(yt_tensor *const *inputs, void *ctx)
+call_slice_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_471(yt_tensor *const *inputs, void *ctx)
+call_slice_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_472(yt_tensor *const *inputs, void *ctx)
+error_slice_488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_473(yt_tensor *const *inputs, void *ctx)
+error_slice_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_474(yt_tensor *const *inputs, void *ctx)
+call_select_490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_475(yt_tensor *const *inputs, void *ctx)
+call_select_491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_476(yt_tensor *const *inputs, void *ctx)
+error_select_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_477(yt_tensor *const *inputs, void *ctx)
+call_contiguous_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_478(yt_tensor *const *inputs, void *ctx)
+call_zeros_494(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4295,7 +4407,7 @@ call_zeros_478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_479(yt_tensor *const *inputs, void *ctx)
+call_ones_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4304,7 +4416,7 @@ call_ones_479(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_480(yt_tensor *const *inputs, void *ctx)
+call_full_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4313,7 +4425,7 @@ call_full_480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_481(yt_tensor *const *inputs, void *ctx)
+call_arange_497(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4321,7 +4433,7 @@ call_arange_481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_482(yt_tensor *const *inputs, void *ctx)
+call_rand_498(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4330,7 +4442,7 @@ call_rand_482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_483(yt_tensor *const *inputs, void *ctx)
+error_rand_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4339,7 +4451,7 @@ error_rand_483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_484(yt_tensor *const *inputs, void *ctx)
+call_randn_500(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4348,7 +4460,7 @@ call_randn_484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_485(yt_tensor *const *inputs, void *ctx)
+error_randn_501(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4357,7 +4469,7 @@ error_randn_485(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_486(yt_tensor *const *inputs, void *ctx)
+call_sum_to_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4365,7 +4477,7 @@ call_sum_to_486(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_487(yt_tensor *const *inputs, void *ctx)
+call_sum_to_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -4373,7 +4485,7 @@ call_sum_to_487(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_488(yt_tensor *const *inputs, void *ctx)
+error_sum_to_504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -6490,11 +6602,121 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:536 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat1_backward_447,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:536 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat1_backward_448,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:536 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat1_backward_449,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:536 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat1_backward_450,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:557 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat2_backward_455,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:557 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat2_backward_456,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:557 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_mm_mat2_backward_457,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat2_backward",
+        .where = "ops.yaml:557 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat2_backward_458,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:533 sample 0",
+        .where = "ops.yaml:575 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_447,
+        .call = call_t_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6502,10 +6724,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:533 sample 1",
+        .where = "ops.yaml:575 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_448,
+        .call = call_t_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6513,10 +6735,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:544 sample 0",
+        .where = "ops.yaml:586 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_450,
+        .call = call_transpose_466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6524,10 +6746,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:544 sample 1",
+        .where = "ops.yaml:586 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_451,
+        .call = call_transpose_467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6535,10 +6757,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:558 sample 0",
+        .where = "ops.yaml:600 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_454,
+        .call = call_permute_470,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6546,10 +6768,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:567 sample 0",
+        .where = "ops.yaml:609 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_457,
+        .call = call_view_473,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6557,10 +6779,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:567 sample 1",
+        .where = "ops.yaml:609 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_458,
+        .call = call_view_474,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6568,10 +6790,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:577 sample 0",
+        .where = "ops.yaml:619 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_459,
+        .call = call_reshape_475,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6579,11 +6801,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:577 sample 1",
+        .where = "ops.yaml:619 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_460,
+        .call = call_reshape_476,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6591,10 +6813,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:587 sample 0",
+        .where = "ops.yaml:629 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_461,
+        .call = call_expand_477,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6602,10 +6824,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:587 sample 1",
+        .where = "ops.yaml:629 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_462,
+        .call = call_expand_478,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6613,10 +6835,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:597 sample 0",
+        .where = "ops.yaml:639 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_463,
+        .call = call_squeeze_479,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6624,10 +6846,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:607 sample 0",
+        .where = "ops.yaml:649 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_464,
+        .call = call_squeeze_dim_480,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6635,10 +6857,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:607 sample 1",
+        .where = "ops.yaml:649 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_465,
+        .call = call_squeeze_dim_481,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6646,10 +6868,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:618 sample 0",
+        .where = "ops.yaml:660 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_467,
+        .call = call_unsqueeze_483,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6657,10 +6879,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:618 sample 1",
+        .where = "ops.yaml:660 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_468,
+        .call = call_unsqueeze_484,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6668,10 +6890,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:632 sample 0",
+        .where = "ops.yaml:674 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_470,
+        .call = call_slice_486,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6679,10 +6901,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:632 sample 1",
+        .where = "ops.yaml:674 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_471,
+        .call = call_slice_487,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6690,10 +6912,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:643 sample 0",
+        .where = "ops.yaml:685 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_474,
+        .call = call_select_490,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6701,10 +6923,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:643 sample 1",
+        .where = "ops.yaml:685 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_475,
+        .call = call_select_491,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6712,11 +6934,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:653 sample 0",
+        .where = "ops.yaml:695 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_477,
+        .call = call_contiguous_493,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6724,9 +6946,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:673 sample 0",
+        .where = "ops.yaml:715 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_478,
+        .call = call_zeros_494,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6734,9 +6956,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:681 sample 0",
+        .where = "ops.yaml:723 sample 0",
         .n_inputs = 0,
-        .call = call_ones_479,
+        .call = call_ones_495,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6744,9 +6966,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:689 sample 0",
+        .where = "ops.yaml:731 sample 0",
         .n_inputs = 0,
-        .call = call_full_480,
+        .call = call_full_496,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6754,9 +6976,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:704 sample 0",
+        .where = "ops.yaml:746 sample 0",
         .n_inputs = 0,
-        .call = call_arange_481,
+        .call = call_arange_497,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6764,9 +6986,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:712 sample 0",
+        .where = "ops.yaml:754 sample 0",
         .n_inputs = 0,
-        .call = call_rand_482,
+        .call = call_rand_498,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6774,9 +6996,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:723 sample 0",
+        .where = "ops.yaml:765 sample 0",
         .n_inputs = 0,
-        .call = call_randn_484,
+        .call = call_randn_500,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6784,10 +7006,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:742 sample 0",
+        .where = "ops.yaml:784 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_486,
+        .call = call_sum_to_502,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6795,10 +7017,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:742 sample 1",
+        .where = "ops.yaml:784 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_487,
+        .call = call_sum_to_503,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7431,117 +7653,205 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "linear: ",
     },
     {
+        .op = "mm_mat1_backward",
+        .what = "ops.yaml:528: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat1_backward_451,
+        .expect = 0,
+        .expect_prefix = "mm_mat1_backward: ",
+    },
+    {
+        .op = "mm_mat1_backward",
+        .what = "ops.yaml:530: grad.size(1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat1_backward_452,
+        .expect = 0,
+        .expect_prefix = "mm_mat1_backward: ",
+    },
+    {
+        .op = "mm_mat1_backward",
+        .what = "ops.yaml:532: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat1_backward_453,
+        .expect = 0,
+        .expect_prefix = "mm_mat1_backward: ",
+    },
+    {
+        .op = "mm_mat1_backward",
+        .what = "ops.yaml:522: dtype of grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat1_backward_454,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "mm_mat1_backward: ",
+    },
+    {
+        .op = "mm_mat2_backward",
+        .what = "ops.yaml:549: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat2_backward_459,
+        .expect = 0,
+        .expect_prefix = "mm_mat2_backward: ",
+    },
+    {
+        .op = "mm_mat2_backward",
+        .what = "ops.yaml:551: grad.size(0) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat2_backward_460,
+        .expect = 0,
+        .expect_prefix = "mm_mat2_backward: ",
+    },
+    {
+        .op = "mm_mat2_backward",
+        .what = "ops.yaml:553: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat2_backward_461,
+        .expect = 0,
+        .expect_prefix = "mm_mat2_backward: ",
+    },
+    {
+        .op = "mm_mat2_backward",
+        .what = "ops.yaml:543: dtype of grad",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_mm_mat2_backward_462,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "mm_mat2_backward: ",
+    },
+    {
         .op = "t",
-        .what = "ops.yaml:529: self.dim <= 2",
+        .what = "ops.yaml:571: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_449,
+        .call = error_t_465,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:537: dim0 out of range",
+        .what = "ops.yaml:579: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_452,
+        .call = error_transpose_468,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:537: dim1 out of range",
+        .what = "ops.yaml:579: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_453,
+        .call = error_transpose_469,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:554: len(dims) == self.dim",
+        .what = "ops.yaml:596: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_455,
+        .call = error_permute_471,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:548: dims out of range",
+        .what = "ops.yaml:590: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_456,
+        .call = error_permute_472,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:600: dim out of range",
+        .what = "ops.yaml:642: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_466,
+        .call = error_squeeze_dim_482,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:611: dim out of range",
+        .what = "ops.yaml:653: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_469,
+        .call = error_unsqueeze_485,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:628: step > 0",
+        .what = "ops.yaml:670: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_472,
+        .call = error_slice_488,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:622: dim out of range",
+        .what = "ops.yaml:664: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_473,
+        .call = error_slice_489,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:636: dim out of range",
+        .what = "ops.yaml:678: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_476,
+        .call = error_select_492,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:717: is_floating(result_dtype)",
+        .what = "ops.yaml:759: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_483,
+        .call = error_rand_499,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:728: is_floating(result_dtype)",
+        .what = "ops.yaml:770: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_485,
+        .call = error_randn_501,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:736: dtype of self",
+        .what = "ops.yaml:778: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_488,
+        .call = error_sum_to_504,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

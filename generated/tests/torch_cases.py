@@ -996,103 +996,151 @@ def case_175(input, weight, bias):
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_176(self):
-    """t (ops.yaml:533 sample 0)"""
+def case_176(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:536 sample 0)"""
+    alpha = 1
+    return torch.mm(grad, mat2.t()) * alpha
+
+
+def case_177(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:536 sample 1)"""
+    alpha = 2
+    return torch.mm(grad, mat2.t()) * alpha
+
+
+def case_178(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:536 sample 2)"""
+    alpha = 1
+    return torch.mm(grad, mat2.t()) * alpha
+
+
+def case_179(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:536 sample 3)"""
+    alpha = 1
+    return torch.mm(grad, mat2.t()) * alpha
+
+
+def case_180(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:557 sample 0)"""
+    alpha = 1
+    return torch.mm(mat1.t(), grad) * alpha
+
+
+def case_181(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:557 sample 1)"""
+    alpha = 2
+    return torch.mm(mat1.t(), grad) * alpha
+
+
+def case_182(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:557 sample 2)"""
+    alpha = 1
+    return torch.mm(mat1.t(), grad) * alpha
+
+
+def case_183(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:557 sample 3)"""
+    alpha = 1
+    return torch.mm(mat1.t(), grad) * alpha
+
+
+def case_184(self):
+    """t (ops.yaml:575 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_177(self):
-    """t (ops.yaml:533 sample 1)"""
+def case_185(self):
+    """t (ops.yaml:575 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_178(self):
-    """transpose (ops.yaml:544 sample 0)"""
+def case_186(self):
+    """transpose (ops.yaml:586 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_179(self):
-    """transpose (ops.yaml:544 sample 1)"""
+def case_187(self):
+    """transpose (ops.yaml:586 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_180(self):
-    """permute (ops.yaml:558 sample 0)"""
+def case_188(self):
+    """permute (ops.yaml:600 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_181(self):
-    """view (ops.yaml:567 sample 0)"""
+def case_189(self):
+    """view (ops.yaml:609 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_182(self):
-    """view (ops.yaml:567 sample 1)"""
+def case_190(self):
+    """view (ops.yaml:609 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_183(self):
-    """reshape (ops.yaml:577 sample 0)"""
+def case_191(self):
+    """reshape (ops.yaml:619 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_184(self):
-    """reshape (ops.yaml:577 sample 1)"""
+def case_192(self):
+    """reshape (ops.yaml:619 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_185(self):
-    """expand (ops.yaml:587 sample 0)"""
+def case_193(self):
+    """expand (ops.yaml:629 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_186(self):
-    """expand (ops.yaml:587 sample 1)"""
+def case_194(self):
+    """expand (ops.yaml:629 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_187(self):
-    """squeeze (ops.yaml:597 sample 0)"""
+def case_195(self):
+    """squeeze (ops.yaml:639 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_188(self):
-    """squeeze.dim (ops.yaml:607 sample 0)"""
+def case_196(self):
+    """squeeze.dim (ops.yaml:649 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_189(self):
-    """squeeze.dim (ops.yaml:607 sample 1)"""
+def case_197(self):
+    """squeeze.dim (ops.yaml:649 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_190(self):
-    """unsqueeze (ops.yaml:618 sample 0)"""
+def case_198(self):
+    """unsqueeze (ops.yaml:660 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_191(self):
-    """unsqueeze (ops.yaml:618 sample 1)"""
+def case_199(self):
+    """unsqueeze (ops.yaml:660 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_192(self):
-    """slice (ops.yaml:632 sample 0)"""
+def case_200(self):
+    """slice (ops.yaml:674 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -1100,8 +1148,8 @@ def case_192(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_193(self):
-    """slice (ops.yaml:632 sample 1)"""
+def case_201(self):
+    """slice (ops.yaml:674 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -1109,43 +1157,43 @@ def case_193(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_194(self):
-    """select (ops.yaml:643 sample 0)"""
+def case_202(self):
+    """select (ops.yaml:685 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_195(self):
-    """select (ops.yaml:643 sample 1)"""
+def case_203(self):
+    """select (ops.yaml:685 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_196(self):
-    """contiguous (ops.yaml:653 sample 0)"""
+def case_204(self):
+    """contiguous (ops.yaml:695 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_197():
-    """zeros (ops.yaml:673 sample 0)"""
+def case_205():
+    """zeros (ops.yaml:715 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_198():
-    """ones (ops.yaml:681 sample 0)"""
+def case_206():
+    """ones (ops.yaml:723 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_199():
-    """full (ops.yaml:689 sample 0)"""
+def case_207():
+    """full (ops.yaml:731 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1153,8 +1201,8 @@ def case_199():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_200():
-    """arange (ops.yaml:704 sample 0)"""
+def case_208():
+    """arange (ops.yaml:746 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1163,30 +1211,30 @@ def case_200():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_201():
-    """rand (ops.yaml:712 sample 0)"""
+def case_209():
+    """rand (ops.yaml:754 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_202():
-    """randn (ops.yaml:723 sample 0)"""
+def case_210():
+    """randn (ops.yaml:765 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_203(self):
-    """sum_to (ops.yaml:742 sample 0)"""
+def case_211(self):
+    """sum_to (ops.yaml:784 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_204(self):
-    """sum_to (ops.yaml:742 sample 1)"""
+def case_212(self):
+    """sum_to (ops.yaml:784 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1720,91 +1768,115 @@ CASES = [
     dict(op="linear", where="ops.yaml:510 sample 9", fn=case_175, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:533 sample 0", fn=case_176, tensors=["self"],
+    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 0", fn=case_176, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 1", fn=case_177, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 2", fn=case_178, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 3", fn=case_179, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 0", fn=case_180, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 1", fn=case_181, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 2", fn=case_182, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 3", fn=case_183, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:575 sample 0", fn=case_184, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:533 sample 1", fn=case_177, tensors=["self"],
+    dict(op="t", where="ops.yaml:575 sample 1", fn=case_185, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:544 sample 0", fn=case_178, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:586 sample 0", fn=case_186, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:544 sample 1", fn=case_179, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:586 sample 1", fn=case_187, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:558 sample 0", fn=case_180, tensors=["self"],
+    dict(op="permute", where="ops.yaml:600 sample 0", fn=case_188, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:567 sample 0", fn=case_181, tensors=["self"],
+    dict(op="view", where="ops.yaml:609 sample 0", fn=case_189, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:567 sample 1", fn=case_182, tensors=["self"],
+    dict(op="view", where="ops.yaml:609 sample 1", fn=case_190, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:577 sample 0", fn=case_183, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:619 sample 0", fn=case_191, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:577 sample 1", fn=case_184, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:619 sample 1", fn=case_192, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:587 sample 0", fn=case_185, tensors=["self"],
+    dict(op="expand", where="ops.yaml:629 sample 0", fn=case_193, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:587 sample 1", fn=case_186, tensors=["self"],
+    dict(op="expand", where="ops.yaml:629 sample 1", fn=case_194, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:597 sample 0", fn=case_187, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:639 sample 0", fn=case_195, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:607 sample 0", fn=case_188, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:649 sample 0", fn=case_196, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:607 sample 1", fn=case_189, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:649 sample 1", fn=case_197, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:618 sample 0", fn=case_190, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:660 sample 0", fn=case_198, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:618 sample 1", fn=case_191, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:660 sample 1", fn=case_199, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:632 sample 0", fn=case_192, tensors=["self"],
+    dict(op="slice", where="ops.yaml:674 sample 0", fn=case_200, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:632 sample 1", fn=case_193, tensors=["self"],
+    dict(op="slice", where="ops.yaml:674 sample 1", fn=case_201, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:643 sample 0", fn=case_194, tensors=["self"],
+    dict(op="select", where="ops.yaml:685 sample 0", fn=case_202, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:643 sample 1", fn=case_195, tensors=["self"],
+    dict(op="select", where="ops.yaml:685 sample 1", fn=case_203, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:653 sample 0", fn=case_196, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:695 sample 0", fn=case_204, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:673 sample 0", fn=case_197, tensors=[],
+    dict(op="zeros", where="ops.yaml:715 sample 0", fn=case_205, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:681 sample 0", fn=case_198, tensors=[],
+    dict(op="ones", where="ops.yaml:723 sample 0", fn=case_206, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:689 sample 0", fn=case_199, tensors=[],
+    dict(op="full", where="ops.yaml:731 sample 0", fn=case_207, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:704 sample 0", fn=case_200, tensors=[],
+    dict(op="arange", where="ops.yaml:746 sample 0", fn=case_208, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:712 sample 0", fn=case_201, tensors=[],
+    dict(op="rand", where="ops.yaml:754 sample 0", fn=case_209, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:723 sample 0", fn=case_202, tensors=[],
+    dict(op="randn", where="ops.yaml:765 sample 0", fn=case_210, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:742 sample 0", fn=case_203, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:784 sample 0", fn=case_211, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:742 sample 1", fn=case_204, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:784 sample 1", fn=case_212, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

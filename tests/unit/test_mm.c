@@ -312,3 +312,84 @@ Test(mm, dot_and_outer_values)
     yt_release(a);
     YT_ASSERT_NO_LEAKS();
 }
+
+Test(mm, linear_gradients_in_the_weight_layout)
+{
+    /* nn.Linear: y = x W^T + b through addmm, and without a bias (mm) on a 3-D input: every
+     * gradient matches the loops. The weight's gradient is computed as dY^T X, row-major like
+     * the weight: mm_mat2_backward gives the column-major W^T its gradient column-major. */
+    yt_manual_seed(11);
+    const int64_t sx[2] = {5, 7}, sw[2] = {3, 7}, sb[1] = {3}, sx3[3] = {2, 5, 7};
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        yt_tensor *x =
+            yt_rand_ex(with_bias ? sx : sx3, with_bias ? 2 : 3, YT_DTYPE_F64, YT_DEVICE_CPU);
+        yt_tensor *w = yt_rand_ex(sw, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
+        yt_tensor *b = yt_rand_ex(sb, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+        cr_assert_eq(yt_set_requires_grad(x, true), YT_OK);
+        cr_assert_eq(yt_set_requires_grad(w, true), YT_OK);
+        cr_assert_eq(yt_set_requires_grad(b, true), YT_OK);
+        yt_tensor *y = yt_linear_ex(x, w, with_bias ? b : NULL);
+        cr_assert_not_null(y, "%s", yt_errmsg());
+        cr_assert_str_eq(yt_grad_fn_name(y), with_bias ? "AddmmBackward" : "ViewBackward");
+        /* loss = sum(y * y) / 2: dY = Y */
+        yt_tensor *yy = yt_mul(y, y), *loss = yt_sum(yy);
+        cr_assert_eq(yt_backward(loss, NULL, NULL), YT_OK, "%s", yt_errmsg());
+        yt_tensor *gw = yt_grad(w), *gx = yt_grad(x), *gb = yt_grad(b);
+        cr_assert(yt_tensor_is_contiguous(gw));
+        int64_t rows = with_bias ? 5 : 10; /* the rows of x, batch dims flattened */
+        yt_tensor *wt = yt_t(w), *x2 = yt_reshape(x, (int64_t[]){rows, 7}, 2);
+        yt_tensor *y2 = yt_reshape(y, (int64_t[]){rows, 3}, 2);
+        yt_tensor *gwt = yt_mm_mat2_backward(y2, x2, wt); /* [7, 3], column-major like wt */
+        cr_assert_not_null(gwt, "%s", yt_errmsg());
+        cr_assert(yt_tensor_stride(gwt, 0) == 1 && yt_tensor_stride(gwt, 1) == 7);
+        yt_tensor *gx2 = yt_mm_mat1_backward(y2, wt, x2); /* row-major like x */
+        cr_assert(yt_tensor_stride(gx2, 0) == 7 && yt_tensor_stride(gx2, 1) == 1);
+        yt_release(gx2);
+        yt_release(gwt);
+        yt_release(y2);
+        yt_release(x2);
+        yt_release(wt);
+        double xv[70], wv[21], yv[30], gwv[21], gxv[70], gbv[3];
+        values(x, xv, rows * 7);
+        values(w, wv, 21);
+        values(y, yv, rows * 3);
+        values(gw, gwv, 21);
+        values(gx, gxv, rows * 7);
+        for (int64_t o = 0; o < 3; o++)
+            for (int64_t i = 0; i < 7; i++) {
+                double ref = 0;
+                for (int64_t r = 0; r < rows; r++)
+                    ref += 2 * yv[r * 3 + o] * xv[r * 7 + i];
+                cr_assert(fabs(gwv[o * 7 + i] - ref) < 1e-12, "dW[%lld][%lld]", (long long)o,
+                          (long long)i);
+            }
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < 7; i++) {
+                double ref = 0;
+                for (int64_t o = 0; o < 3; o++)
+                    ref += 2 * yv[r * 3 + o] * wv[o * 7 + i];
+                cr_assert(fabs(gxv[r * 7 + i] - ref) < 1e-12);
+            }
+        if (with_bias) {
+            values(gb, gbv, 3);
+            for (int64_t o = 0; o < 3; o++) {
+                double ref = 0;
+                for (int64_t r = 0; r < rows; r++)
+                    ref += 2 * yv[r * 3 + o];
+                cr_assert(fabs(gbv[o] - ref) < 1e-12);
+            }
+        } else {
+            cr_assert_null(gb);
+        }
+        yt_release(gb);
+        yt_release(gx);
+        yt_release(gw);
+        yt_release(loss);
+        yt_release(yy);
+        yt_release(y);
+        yt_release(b);
+        yt_release(w);
+        yt_release(x);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
