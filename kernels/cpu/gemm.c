@@ -8,6 +8,7 @@
 
 #include "gemm.h"
 #include "gemm_small.h"
+#include "gemm_threads.h"
 #include "blis_setup.h"
 
 /* blis.h defines hundreds of unused static inline helpers. */
@@ -23,10 +24,9 @@
  * was tuned on it runs 215-230 GFLOP/s from 128^3 to 1024^3 at one thread, where BLIS 0.9's
  * skx kernels reach about 40. */
 #define AVX2_MAX_MACS (200.0 * 200.0 * 200.0)
-/* Below this many multiply-adds one thread is faster than waking a second one. */
-#ifndef PARALLEL_MACS
+/* Below this many multiply-adds one thread is faster than waking a second one (for BLIS and
+ * batches; the small path decides through gemm_threads.h). */
 #define PARALLEL_MACS (96.0 * 96.0 * 96.0)
-#endif
 
 /* Strides of a rows x cols matrix as BLIS wants them, or false when BLIS would refuse them (a
  * zero or negative stride, or general strides whose rows and columns interleave): BLIS aborts
@@ -147,19 +147,20 @@ run(const problem *p, int threads)
         return YT_OK;
     }
     double macs = (double)p->m * (double)p->n * (double)p->k;
-    if (macs < PARALLEL_MACS)
-        threads = 1;
     int64_t rsa = p->rsa, csa = p->csa, rsb = p->rsb, csb = p->csb, rsc = p->rsc, csc = p->csc;
     bool blis_ok = blis_strides(p->m, p->k, &rsa, &csa) && blis_strides(p->k, p->n, &rsb, &csb) &&
                    blis_strides(p->m, p->n, &rsc, &csc);
     int isa = yt__gemm_small_level();
     if (isa == 2 || (isa == 1 && (macs <= AVX2_MAX_MACS || !blis_ok))) {
+        threads = yt__gemm_threads(macs, threads, p->f64);
         if (p->f64)
             return yt__gemm_small_d(p->m, p->n, p->k, p->alpha, p->a, p->rsa, p->csa, p->b, p->rsb,
                                     p->csb, p->beta, p->c, p->rsc, p->csc, threads);
         return yt__gemm_small_s(p->m, p->n, p->k, (float)p->alpha, p->a, p->rsa, p->csa, p->b,
                                 p->rsb, p->csb, (float)p->beta, p->c, p->rsc, p->csc, threads);
     }
+    if (macs < PARALLEL_MACS)
+        threads = 1;
     if (!blis_ok) {
         naive(p);
         return YT_OK;

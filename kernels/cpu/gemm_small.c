@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gemm_small.h"
+#include "gemm_threads.h"
 #include "gemm_ukr.h"
 
 /* Blocking: a kc x NR micro-panel of B stays in L1 while MC rows of A stream from L2; NC bounds
@@ -261,9 +262,11 @@ plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, 
         if (threads <= 1)                                                                          \
             return BODY(u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc);           \
         yt_status status = YT_OK;                                                                  \
+        int64_t caller_end = 0, last_end = 0;                                                      \
         _Pragma("omp parallel num_threads(threads)")                                               \
         {                                                                                          \
-            int nt = omp_get_num_threads(), id = omp_get_thread_num();                             \
+            /* the calling thread (0) takes the last, largest share */                             \
+            int nt = omp_get_num_threads(), id = nt - 1 - omp_get_thread_num();                    \
             int64_t lo = tiles * id / nt, hi = tiles * (id + 1) / nt;                              \
             yt_status s = YT_OK;                                                                   \
             if (split_n) {                                                                         \
@@ -280,7 +283,15 @@ plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, 
             if (s != YT_OK) {                                                                      \
                 _Pragma("omp atomic write") status = s;                                            \
             }                                                                                      \
+            int64_t end = yt__gemm_now_ns();                                                       \
+            if (omp_get_thread_num() == 0)                                                         \
+                caller_end = end;                                                                  \
+            int64_t seen = __atomic_load_n(&last_end, __ATOMIC_RELAXED);                           \
+            while (end > seen && !__atomic_compare_exchange_n(&last_end, &seen, end, true,         \
+                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
+                ;                                                                                  \
         }                                                                                          \
+        yt__gemm_threads_observe(last_end - caller_end);                                           \
         if (status != YT_OK)                                                                       \
             return yt__fail_status(status, "gemm: a worker thread failed (out of memory)");        \
         return YT_OK;                                                                              \

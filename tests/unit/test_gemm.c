@@ -23,7 +23,10 @@ yt_status yt__gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_
                                int64_t k, float alpha, const float *a, int64_t bsa, int64_t rsa,
                                int64_t csa, const float *b, int64_t bsb, int64_t rsb, int64_t csb,
                                float beta, float *c, int64_t bsc, int64_t rsc, int64_t csc);
-int yt__gemm_small_set_level(int level); /* kernels/cpu/gemm_small.h */
+int yt__gemm_small_set_level(int level);      /* kernels/cpu/gemm_small.h */
+void yt__gemm_threads_set_always(int always); /* kernels/cpu/gemm_threads.h */
+int yt__gemm_threads(double macs, int max_threads, bool f64);
+void yt__gemm_threads_observe(int64_t wait_ns);
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 
@@ -131,6 +134,7 @@ run_case(const gemm_case *t)
     }
     int saved_threads = omp_get_max_threads();
     omp_set_num_threads(t->threads);
+    yt__gemm_threads_set_always(t->threads > 1); /* the split path even for small products */
     yt_status s;
     if (t->f64)
         s = yt__gemm_f64(t->ta, t->tb, t->m, t->n, t->k, t->alpha, a + la.base, la.rs, la.cs,
@@ -140,6 +144,7 @@ run_case(const gemm_case *t)
                          la.cs, bf + lb.base, lb.rs, lb.cs, (float)t->beta, cf + lc.base, lc.rs,
                          lc.cs);
     omp_set_num_threads(saved_threads);
+    yt__gemm_threads_set_always(0);
     cr_assert_eq(s, YT_OK, "%s", yt_errmsg());
 
     bool *touched = calloc((size_t)lc.span, sizeof *touched);
@@ -349,4 +354,39 @@ Test(gemm, batched_with_broadcast_operand)
         free(b);
         free(a);
     }
+}
+
+Test(gemm, thread_count_adapts_to_waits)
+{
+    const double mlp = 64.0 * 784 * 256, tiny = 32.0 * 32 * 32;
+    cr_assert_eq(yt__gemm_threads(mlp, 1, false), 1);
+    cr_assert_eq(yt__gemm_threads(tiny, 2, false), 1); /* below the floor: always one */
+    cr_assert_eq(yt__gemm_threads(mlp, 2, false), 2);  /* an idle machine (initial waits) */
+    /* Others keep the second core busy: the calling thread waited 5 ms each time. */
+    for (int i = 0; i < 8; i++)
+        yt__gemm_threads_observe(5000000);
+    int parallel = 0;
+    for (int i = 0; i < 64; i++)
+        parallel += yt__gemm_threads(mlp, 2, false) == 2;
+    cr_assert_leq(parallel, 1, "%d of 64 ran in parallel: only a probe should", parallel);
+    yt__gemm_threads_set_always(-1); /* no probes from here: the rest must not depend on time */
+    /* A huge product still pays for the wait. */
+    cr_assert_eq(yt__gemm_threads(2048.0 * 2048 * 2048, 2, false), 2);
+    /* Quiet probes bring the median down: then it splits again. */
+    for (int i = 0; i < 3; i++) {
+        yt__gemm_threads_observe(800);
+        cr_assert_eq(yt__gemm_threads(mlp, 2, false), 1);
+    }
+    yt__gemm_threads_observe(800);
+    cr_assert_eq(yt__gemm_threads(mlp, 2, false), 2);
+    /* Around the floor: 96^3 saves ~3.4 us on one of two threads, so it splits unless waits
+     * exceed ~1.7 us. */
+    for (int i = 0; i < 8; i++)
+        yt__gemm_threads_observe(3000);
+    cr_assert_eq(yt__gemm_threads(100.0 * 100 * 100, 2, false), 1);
+    cr_assert_eq(yt__gemm_threads(96.0 * 96 * 96, 2, false), 1);
+    for (int i = 0; i < 8; i++)
+        yt__gemm_threads_observe(1500);
+    cr_assert_eq(yt__gemm_threads(100.0 * 100 * 100, 2, false), 2);
+    yt__gemm_threads_set_always(0);
 }

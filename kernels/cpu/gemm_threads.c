@@ -1,0 +1,75 @@
+/* The small-path GEMM's thread count (see gemm_threads.h). */
+#include <time.h>
+
+#include "gemm_threads.h"
+#include "gemm_small.h"
+
+/* Below this many multiply-adds one thread is always used: even an idle second thread costs
+ * about as much as it saves. Overridable at build time for threshold experiments. */
+#ifndef PARALLEL_MACS
+#define PARALLEL_MACS (96.0 * 96.0 * 96.0)
+#endif
+
+#define WAITS 8
+/* The recent waits, in ns; the initial values are what an idle machine shows. */
+static int64_t waits[WAITS] = {1500, 1500, 1500, 1500, 1500, 1500, 1500, 1500};
+static unsigned next_wait;
+/* When a refused product last ran in parallel anyway, to measure the waits again. */
+#define PROBE_NS 50000000
+static int64_t last_probe;
+static int always;
+
+int64_t
+yt__gemm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int
+yt__gemm_threads(double macs, int max_threads, bool f64)
+{
+    if (max_threads <= 1)
+        return 1;
+    int mode = __atomic_load_n(&always, __ATOMIC_RELAXED);
+    if (mode == 1)
+        return max_threads;
+    if (macs < PARALLEL_MACS)
+        return 1;
+    /* the median of the recent waits (the lower one of the middle two) */
+    int64_t w[WAITS];
+    for (int i = 0; i < WAITS; i++) {
+        int64_t v = __atomic_load_n(&waits[i], __ATOMIC_RELAXED);
+        int j = i;
+        for (; j > 0 && w[j - 1] > v; j--)
+            w[j] = w[j - 1];
+        w[j] = v;
+    }
+    int64_t wait = w[WAITS / 2 - 1];
+    /* Multiply-adds per ns of one thread, on the high side (so the saving is not overrated):
+     * f32 AVX-512 runs about 120, AVX2 half that, f64 half again. */
+    double rate = (yt__gemm_small_level() == 2 ? 130.0 : 65.0) * (f64 ? 0.5 : 1.0);
+    double saved_ns = macs / rate * (1.0 - 1.0 / max_threads);
+    if (saved_ns >= 2.0 * (double)wait)
+        return max_threads;
+    /* a probe, at most one per PROBE_NS: it may stall on a busy machine */
+    int64_t now = yt__gemm_now_ns(), last = __atomic_load_n(&last_probe, __ATOMIC_RELAXED);
+    if (mode == 0 && now - last >= PROBE_NS && __atomic_compare_exchange_n(&last_probe, &last, now, false,
+                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return max_threads;
+    return 1;
+}
+
+void
+yt__gemm_threads_observe(int64_t wait_ns)
+{
+    unsigned slot = __atomic_fetch_add(&next_wait, 1, __ATOMIC_RELAXED) % WAITS;
+    __atomic_store_n(&waits[slot], wait_ns > 0 ? wait_ns : 0, __ATOMIC_RELAXED);
+}
+
+void
+yt__gemm_threads_set_always(int value)
+{
+    __atomic_store_n(&always, value, __ATOMIC_RELAXED);
+}
