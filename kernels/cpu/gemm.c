@@ -260,18 +260,31 @@ gemm_batched(problem *p, bool trans_a, bool trans_b, int64_t batch, int64_t bsa,
                                (long long)batch);
     double macs = (double)p->m * (double)p->n * (double)p->k;
     int threads = omp_get_max_threads();
-    /* Small entries: one thread per entry, spread across the pool. */
+    /* Small entries: one thread per entry, spread across the pool, when the whole batch is
+     * worth splitting (gemm_threads.h). The calling thread takes the last, largest share. */
     if (threads > 1 && batch >= threads && macs < PARALLEL_MACS &&
-        macs * (double)batch >= PARALLEL_MACS) {
+        yt__gemm_threads(macs * (double)batch, threads, p->f64) > 1) {
         yt_status status = YT_OK;
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t i = 0; i < batch; i++) {
-            problem e = entry(p, i, bsa, bsb, bsc);
-            if (run(&e, 1) != YT_OK) {
+        int64_t caller_end = 0, last_end = 0;
+#pragma omp parallel num_threads(threads)
+        {
+            int nt = omp_get_num_threads(), id = nt - 1 - omp_get_thread_num();
+            for (int64_t i = batch * id / nt; i < batch * (id + 1) / nt; i++) {
+                problem e = entry(p, i, bsa, bsb, bsc);
+                if (run(&e, 1) != YT_OK) {
 #pragma omp atomic write
-                status = YT_ERR_NOMEM;
+                    status = YT_ERR_NOMEM;
+                }
             }
+            int64_t end = yt__gemm_now_ns();
+            if (omp_get_thread_num() == 0)
+                caller_end = end;
+            int64_t seen = __atomic_load_n(&last_end, __ATOMIC_RELAXED);
+            while (end > seen && !__atomic_compare_exchange_n(&last_end, &seen, end, true,
+                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                ;
         }
+        yt__gemm_threads_observe(last_end - caller_end);
         if (status != YT_OK)
             return yt__fail_status(status, "gemm: a worker thread failed (out of memory)");
         return YT_OK;

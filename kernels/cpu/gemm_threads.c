@@ -55,8 +55,9 @@ yt__gemm_threads(double macs, int max_threads, bool f64)
         return max_threads;
     /* a probe, at most one per PROBE_NS: it may stall on a busy machine */
     int64_t now = yt__gemm_now_ns(), last = __atomic_load_n(&last_probe, __ATOMIC_RELAXED);
-    if (mode == 0 && now - last >= PROBE_NS && __atomic_compare_exchange_n(&last_probe, &last, now, false,
-                                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    if (mode == 0 && now - last >= PROBE_NS &&
+        __atomic_compare_exchange_n(&last_probe, &last, now, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
         return max_threads;
     return 1;
 }

@@ -338,6 +338,7 @@ Test(gemm, batched_with_broadcast_operand)
         for (int64_t i = 0; i < batch * k * n; i++)
             b[i] = (float)uniform();
         omp_set_num_threads(threads);
+        yt__gemm_threads_set_always(threads > 1); /* entries spread over the threads */
         /* A shared by every entry (batch stride 0), B transposed per entry. */
         cr_assert_eq(yt__gemm_batched_f32(false, true, batch, m, n, k, 1.0f, a, 0, k, 1, b, k * n,
                                           k, 1, 0.0f, c, m * n, n, 1),
