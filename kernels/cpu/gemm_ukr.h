@@ -114,6 +114,15 @@
         const T *ar[(MR + 3) / 4];                                                                 \
         _Pragma("GCC unroll 4") for (int g = 0; g < (MR + 3) / 4; g++) ar[g] = a + 4 * g * lda;    \
         (void)ar;                                                                                  \
+        if (csc == 1) { /* C's tile arrives while the k loop runs */                               \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                  \
+            {                                                                                      \
+                if (i >= mh)                                                                       \
+                    break;                                                                         \
+                _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);                            \
+                _mm_prefetch((const char *)(c + i * rsc + nw - 1), _MM_HINT_T0);                   \
+            }                                                                                      \
+        }                                                                                          \
         bool full = nw == NV * L;                                                                  \
         V(ISA, MT) mk[NV];                                                                         \
         _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                       \
