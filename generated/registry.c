@@ -216,6 +216,11 @@ static const op_info registry[] = {
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
     },
     {
+        .schema = "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc =
+            "A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).",
+    },
+    {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
     },
@@ -227,25 +232,96 @@ static const op_info registry[] = {
         .schema =
             "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc =
-            "A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).",
+            "A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32 after the value's kind, as in PyTorch.",
+    },
+    {
+        .schema = "empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "A new tensor with the size and device of `self` (and its dtype unless `dtype` is given), contents unspecified.",
     },
     {
         .schema = "zeros_like(Tensor self) -> Tensor",
         .doc = "A new tensor of zeros with the size, dtype and device of `self`.",
     },
     {
+        .schema = "ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).",
+    },
+    {
+        .schema = "full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless `dtype` is given).",
+    },
+    {
         .schema =
             "arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc =
-            "Values start, start+step, ... below `end` (i64 when all three are integers, else f32).",
+            "Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an integral `dtype` truncates float bounds first, as PyTorch does.",
+    },
+    {
+        .schema =
+            "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc =
+            "`steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).",
+    },
+    {
+        .schema = "eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "The n x n identity matrix (f32 unless `dtype` is given).",
+    },
+    {
+        .schema = "eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "The n x m matrix with ones on the main diagonal and zeros elsewhere.",
     },
     {
         .schema = "rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc = "Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).",
+        .doc = "Uniform random numbers in [0, 1) from `generator` (the default one when NULL).",
     },
     {
         .schema = "randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc = "Standard normal random numbers from the default generator (see yt_manual_seed).",
+        .doc = "Standard normal random numbers from `generator` (the default one when NULL).",
+    },
+    {
+        .schema = "rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "rand with the size and device of `self` (and its dtype unless `dtype` is given).",
+    },
+    {
+        .schema = "randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "randn with the size and device of `self` (and its dtype unless `dtype` is given).",
+    },
+    {
+        .schema =
+            "randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "Uniform random integers in [0, high) (i64 unless `dtype` is given).",
+    },
+    {
+        .schema =
+            "randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "Uniform random integers in [low, high) (i64 unless `dtype` is given).",
+    },
+    {
+        .schema = "randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .doc = "A uniformly random permutation of 0 .. n-1 (i64 unless `dtype` is given).",
+    },
+    {
+        .schema = "bernoulli(Tensor self) -> Tensor",
+        .doc =
+            "1 with probability self[i] and 0 otherwise, elementwise (self holds probabilities in [0, 1]).",
+    },
+    {
+        .schema = "bernoulli.p(Tensor self, float p=0.5) -> Tensor",
+        .doc =
+            "A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place form fills `self`).",
+    },
+    {
+        .schema = "normal(Tensor self, float mean=0, float std=1) -> Tensor",
+        .doc =
+            "A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`; yt_normal_ fills `self` in place.",
+    },
+    {
+        .schema = "uniform(Tensor self, float from=0, float to=1) -> Tensor",
+        .doc =
+            "A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.",
     },
     {
         .schema = "sum_to(Tensor self, int[] size) -> Tensor",

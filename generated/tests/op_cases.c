@@ -3646,7 +3646,33 @@ call_contiguous_395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_396(yt_tensor *const *inputs, void *ctx)
+call_empty_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {2, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_empty_ex(NULL, 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_zeros_399(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3655,7 +3681,7 @@ call_zeros_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_397(yt_tensor *const *inputs, void *ctx)
+call_ones_400(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3664,7 +3690,7 @@ call_ones_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_398(yt_tensor *const *inputs, void *ctx)
+call_full_401(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3673,7 +3699,95 @@ call_full_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_399(yt_tensor *const *inputs, void *ctx)
+call_full_402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {2, 3};
+    return yt_full_ex(size, 2, yt_int(7), YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_full_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0};
+    return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
+}
+
+static yt_tensor *
+call_full_like_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_full_like_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(-1), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_full_like_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_arange_414(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3681,7 +3795,63 @@ call_arange_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_400(yt_tensor *const *inputs, void *ctx)
+call_linspace_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_int(0), yt_int(1), 5, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_linspace_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_float(-2.5), yt_int(3), 1, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_linspace_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_int(0), yt_int(1), 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_ex(3, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_ex(0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_m_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_m_ex(2, 4, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_m_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_m_ex(4, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_rand_422(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3690,7 +3860,7 @@ call_rand_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_401(yt_tensor *const *inputs, void *ctx)
+error_rand_423(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3699,7 +3869,7 @@ error_rand_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_402(yt_tensor *const *inputs, void *ctx)
+call_randn_424(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3708,7 +3878,7 @@ call_randn_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_403(yt_tensor *const *inputs, void *ctx)
+error_randn_425(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3717,7 +3887,263 @@ error_randn_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_404(yt_tensor *const *inputs, void *ctx)
+call_rand_like_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rand_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_rand_like_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rand_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randn_like_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randn_like_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randint_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_randint_ex(10, size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randint_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0};
+    return yt_randint_ex(10, size, 1, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randint_low_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_randint_low_ex(-5, 5, size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randperm_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_randperm_ex(10, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randperm_434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_randperm_ex(0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_bernoulli_p_435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.25);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.25) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_bernoulli_p_437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.75);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.75) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_bernoulli_p_439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.5);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.5) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 1.0, 2.0);
+}
+
+static yt_tensor *
+inplace_normal_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 1.0, 2.0) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 0.0, 1.0);
+}
+
+static yt_tensor *
+inplace_normal_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 0.0, 1.0);
+}
+
+static yt_tensor *
+inplace_normal_446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_normal_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 1.0, 2.0);
+}
+
+static yt_tensor *
+call_uniform_448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], -1.0, 3.0);
+}
+
+static yt_tensor *
+inplace_uniform_449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, -1.0, 3.0) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_uniform_450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], 0.0, 1.0);
+}
+
+static yt_tensor *
+inplace_uniform_451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_uniform_452(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], 0.0, 1.0);
+}
+
+static yt_tensor *
+inplace_uniform_453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_uniform_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], -1.0, 3.0);
+}
+
+static yt_tensor *
+call_sum_to_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3725,7 +4151,7 @@ call_sum_to_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_405(yt_tensor *const *inputs, void *ctx)
+call_sum_to_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5593,10 +6019,40 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "zeros",
-        .where = "ops.yaml:522 sample 0",
+        .op = "empty",
+        .where = "ops.yaml:529 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_396,
+        .call = call_empty_396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:529 sample 1",
+        .n_inputs = 0,
+        .call = call_empty_397,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:529 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_398,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "zeros",
+        .where = "ops.yaml:534 sample 0",
+        .n_inputs = 0,
+        .call = call_zeros_399,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5604,9 +6060,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:530 sample 0",
+        .where = "ops.yaml:542 sample 0",
         .n_inputs = 0,
-        .call = call_ones_397,
+        .call = call_ones_400,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5614,9 +6070,142 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:538 sample 0",
+        .where = "ops.yaml:557 sample 0",
         .n_inputs = 0,
-        .call = call_full_398,
+        .call = call_full_401,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:557 sample 1",
+        .n_inputs = 0,
+        .call = call_full_402,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:557 sample 2",
+        .n_inputs = 0,
+        .call = call_full_403,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:568 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_404,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:568 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_empty_like_405,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:568 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_406,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:586 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_407,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:586 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ones_like_408,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:586 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_409,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:586 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_410,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:598 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:598 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_full_like_412,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:598 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_413,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5624,9 +6213,79 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:553 sample 0",
+        .where = "ops.yaml:603 sample 0",
         .n_inputs = 0,
-        .call = call_arange_399,
+        .call = call_arange_414,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:618 sample 0",
+        .n_inputs = 0,
+        .call = call_linspace_415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:618 sample 1",
+        .n_inputs = 0,
+        .call = call_linspace_416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:618 sample 2",
+        .n_inputs = 0,
+        .call = call_linspace_417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:630 sample 0",
+        .n_inputs = 0,
+        .call = call_eye_418,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:630 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_419,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:641 sample 0",
+        .n_inputs = 0,
+        .call = call_eye_m_420,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:641 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_m_421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5634,9 +6293,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:561 sample 0",
+        .where = "ops.yaml:645 sample 0",
         .n_inputs = 0,
-        .call = call_rand_400,
+        .call = call_rand_422,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5644,20 +6303,216 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:572 sample 0",
+        .where = "ops.yaml:656 sample 0",
         .n_inputs = 0,
-        .call = call_randn_402,
+        .call = call_randn_424,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum_to",
-        .where = "ops.yaml:591 sample 0",
+        .op = "rand_like",
+        .where = "ops.yaml:673 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_404,
+        .call = call_rand_like_426,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand_like",
+        .where = "ops.yaml:673 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:683 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:683 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:694 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_430,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:694 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint.low",
+        .where = "ops.yaml:705 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_low_432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:715 sample 0",
+        .n_inputs = 0,
+        .call = call_randperm_433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:715 sample 1",
+        .n_inputs = 0,
+        .call = call_randperm_434,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:732 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_435,
+        .call_inplace = inplace_bernoulli_p_436,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:732 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_bernoulli_p_437,
+        .call_inplace = inplace_bernoulli_p_438,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:732 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_439,
+        .call_inplace = inplace_bernoulli_p_440,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:743 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_441,
+        .call_inplace = inplace_normal_442,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:743 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_normal_443,
+        .call_inplace = inplace_normal_444,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:743 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_445,
+        .call_inplace = inplace_normal_446,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:755 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_448,
+        .call_inplace = inplace_uniform_449,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:755 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_450,
+        .call_inplace = inplace_uniform_451,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:755 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_452,
+        .call_inplace = inplace_uniform_453,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sum_to",
+        .where = "ops.yaml:768 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_455,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5665,10 +6520,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 1",
+        .where = "ops.yaml:768 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_405,
+        .call = call_sum_to_456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6052,19 +6907,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:566: is_floating(result_dtype)",
+        .what = "ops.yaml:650: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_401,
+        .call = error_rand_423,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:577: is_floating(result_dtype)",
+        .what = "ops.yaml:661: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_403,
+        .call = error_randn_425,
         .expect = 0,
         .expect_prefix = "randn: ",
+    },
+    {
+        .op = "normal",
+        .what = "ops.yaml:737: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_normal_447,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "normal: ",
+    },
+    {
+        .op = "uniform",
+        .what = "ops.yaml:749: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_uniform_454,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "uniform: ",
     },
 };
 const int yt_error_case_count = (int)(sizeof yt_error_cases / sizeof yt_error_cases[0]);

@@ -103,4 +103,7 @@ yt_bool(bool value)
  * Opaque; use the accessors in <yaten/tensor.h>. */
 typedef struct yt_tensor yt_tensor;
 
+/* A random number generator (Philox4x32-10); see <yaten/random.h>. Opaque. */
+typedef struct yt_generator yt_generator;
+
 #endif

@@ -914,7 +914,22 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:522) */
+/* ---- empty (ops.yaml:522) */
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_empty_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+
+/* ---- zeros (ops.yaml:534) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -929,7 +944,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:530) */
+/* ---- ones (ops.yaml:542) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -944,23 +959,42 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:538) */
+/* ---- full (ops.yaml:550) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Uses the defaults dtype=None, device=None; yt_full_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_value);
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:546) */
+/* ---- empty_like (ops.yaml:562) */
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Uses the defaults dtype=None; yt_empty_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like(yt_tensor *self);
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- zeros_like (ops.yaml:573) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -968,53 +1002,316 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:553) */
+/* ---- ones_like (ops.yaml:580) */
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Uses the defaults dtype=None; yt_ones_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like(yt_tensor *self);
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- full_like (ops.yaml:592) */
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Uses the defaults dtype=None; yt_full_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
+
+/* ---- arange (ops.yaml:603) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Uses the defaults step=1, dtype=None, device=None; yt_arange_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:561) */
+/* ---- linspace (ops.yaml:611) */
+
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_linspace_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
+
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
+                                 yt_device device);
+
+/* ---- eye (ops.yaml:623) */
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_eye_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye(int64_t n);
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
+
+/* ---- eye.m (ops.yaml:634) */
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Uses the defaults dtype=None, device=None; yt_eye_m_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
+
+/* ---- rand (ops.yaml:645) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
  * Uses the defaults dtype=None, device=None; yt_rand_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:572) */
+/* ---- randn (ops.yaml:656) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
+ * Standard normal random numbers from `generator` (the default one when NULL).
  * Uses the defaults dtype=None, device=None; yt_randn_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
+ * Standard normal random numbers from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:585) */
+/* ---- rand_like (ops.yaml:667) */
+
+/* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Uses the defaults dtype=None; yt_rand_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like(yt_tensor *self);
+
+/* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- randn_like (ops.yaml:677) */
+
+/* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Uses the defaults dtype=None; yt_randn_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like(yt_tensor *self);
+
+/* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- randint (ops.yaml:687) */
+
+/* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) (i64 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_randint_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
+
+/* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype,
+                                yt_device device);
+
+/* ---- randint.low (ops.yaml:698) */
+
+/* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) (i64 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_randint_low_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len);
+
+/* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
+                                    yt_dtype dtype, yt_device device);
+
+/* ---- randperm (ops.yaml:708) */
+
+/* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 (i64 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_randperm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm(int64_t n);
+
+/* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device);
+
+/* ---- bernoulli (ops.yaml:719) */
+
+/* bernoulli(Tensor self) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise (self holds probabilities in [0, 1]).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
+
+/* ---- bernoulli.p (ops.yaml:726) */
+
+/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
+ * form fills `self`).
+ * Uses the defaults p=0.5; yt_bernoulli_p_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
+ * form fills `self`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p_ex(yt_tensor *self, double p);
+
+/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
+ * form fills `self`).
+ * Uses the defaults p=0.5; yt_bernoulli_p_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
+ * form fills `self`).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p);
+
+/* ---- normal (ops.yaml:737) */
+
+/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+ * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
+ * yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0; yt_normal_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+ * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
+ * yt_normal_ fills `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal_ex(yt_tensor *self, double mean, double std);
+
+/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+ * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
+ * yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0; yt_normal_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+ * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
+ * yt_normal_ fills `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std);
+
+/* ---- uniform (ops.yaml:749) */
+
+/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
+ * Uses the defaults from=0.0, to=1.0; yt_uniform_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform_ex(yt_tensor *self, double from, double to);
+
+/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
+ * Uses the defaults from=0.0, to=1.0; yt_uniform_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to);
+
+/* ---- sum_to (ops.yaml:762) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1022,7 +1319,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:595) */
+/* ---- sum_backward (ops.yaml:772) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1031,7 +1328,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:602) */
+/* ---- mean_backward (ops.yaml:779) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1040,7 +1337,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:609) */
+/* ---- amax_backward (ops.yaml:786) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1049,7 +1346,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:616) */
+/* ---- permute_backward (ops.yaml:793) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1057,7 +1354,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:623) */
+/* ---- pow_backward (ops.yaml:800) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1065,7 +1362,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:630) */
+/* ---- pow_backward_self (ops.yaml:807) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1073,7 +1370,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:637) */
+/* ---- pow_backward_exponent (ops.yaml:814) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1082,7 +1379,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:644) */
+/* ---- slice_backward (ops.yaml:821) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1092,7 +1389,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:652) */
+/* ---- select_backward (ops.yaml:829) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
