@@ -143,6 +143,10 @@ const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_mm,
 };
 
+const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cross_entropy_index,
+};
+
 const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_empty,
 };

@@ -9,8 +9,51 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, int ignore_index, float label_smoothing) -> Tensor
+ * from ops.yaml:627 */
+yt_tensor *
+yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
+                                int64_t reduction, int64_t ignore_index, double label_smoothing)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("cross_entropy_index_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("cross_entropy_index_backward", "self"); /* keeps an earlier error */
+    if (target == NULL)
+        return yt__null_arg("cross_entropy_index_backward", "target"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(target->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: target has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(target->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (target->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: target is on %s but grad_output is on %s",
+                        yt_device_name(target->device), yt_device_name(grad_output->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_cross_entropy_index_backward(
+        grad_output, self, target, reduction, ignore_index, label_smoothing);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:762 */
+ * from ops.yaml:876 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -27,7 +70,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:772 */
+ * from ops.yaml:886 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -49,7 +92,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:779 */
+ * from ops.yaml:893 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -75,7 +118,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:786 */
+ * from ops.yaml:900 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -115,7 +158,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:793 */
+ * from ops.yaml:907 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -132,7 +175,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:800 */
+ * from ops.yaml:914 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -161,7 +204,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:807 */
+ * from ops.yaml:921 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -196,7 +239,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:814 */
+ * from ops.yaml:928 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -241,7 +284,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:821; backward from derivatives.yaml:150 */
+ * from ops.yaml:935; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -283,7 +326,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:829; backward from derivatives.yaml:153 */
+ * from ops.yaml:943; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -10,7 +10,7 @@
 #endif
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:522 */
+ * from ops.yaml:636 */
 yt_tensor *
 yt_empty(const int64_t *size, int size_len)
 {
@@ -18,7 +18,7 @@ yt_empty(const int64_t *size, int size_len)
 }
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:522 */
+ * from ops.yaml:636 */
 yt_tensor *
 yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -50,7 +50,7 @@ yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:534 */
+ * from ops.yaml:648 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -58,7 +58,7 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:534 */
+ * from ops.yaml:648 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -90,7 +90,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:542 */
+ * from ops.yaml:656 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -98,7 +98,7 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:542 */
+ * from ops.yaml:656 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -130,7 +130,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:550 */
+ * from ops.yaml:664 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -138,7 +138,7 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:550 */
+ * from ops.yaml:664 */
 yt_tensor *
 yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
            yt_device device)
@@ -174,7 +174,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:562 */
+ * from ops.yaml:676 */
 yt_tensor *
 yt_empty_like(yt_tensor *self)
 {
@@ -182,7 +182,7 @@ yt_empty_like(yt_tensor *self)
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:562 */
+ * from ops.yaml:676 */
 yt_tensor *
 yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -197,7 +197,7 @@ yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:573 */
+ * from ops.yaml:687 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -222,7 +222,7 @@ yt_zeros_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:580 */
+ * from ops.yaml:694 */
 yt_tensor *
 yt_ones_like(yt_tensor *self)
 {
@@ -230,7 +230,7 @@ yt_ones_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:580 */
+ * from ops.yaml:694 */
 yt_tensor *
 yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -245,7 +245,7 @@ yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:592 */
+ * from ops.yaml:706 */
 yt_tensor *
 yt_full_like(yt_tensor *self, yt_scalar fill_value)
 {
@@ -253,7 +253,7 @@ yt_full_like(yt_tensor *self, yt_scalar fill_value)
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:592 */
+ * from ops.yaml:706 */
 yt_tensor *
 yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 {
@@ -271,7 +271,7 @@ yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:603 */
+ * from ops.yaml:717 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -279,7 +279,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:603 */
+ * from ops.yaml:717 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -314,7 +314,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:611 */
+ * from ops.yaml:725 */
 yt_tensor *
 yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 {
@@ -322,7 +322,7 @@ yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:611 */
+ * from ops.yaml:725 */
 yt_tensor *
 yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt_device device)
 {
@@ -355,7 +355,7 @@ yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:623 */
+ * from ops.yaml:737 */
 yt_tensor *
 yt_eye(int64_t n)
 {
@@ -363,7 +363,7 @@ yt_eye(int64_t n)
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:623 */
+ * from ops.yaml:737 */
 yt_tensor *
 yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 {
@@ -390,7 +390,7 @@ yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:634 */
+ * from ops.yaml:748 */
 yt_tensor *
 yt_eye_m(int64_t n, int64_t m)
 {
@@ -398,7 +398,7 @@ yt_eye_m(int64_t n, int64_t m)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:634 */
+ * from ops.yaml:748 */
 yt_tensor *
 yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 {
@@ -425,7 +425,7 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:645 */
+ * from ops.yaml:759 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
@@ -433,7 +433,7 @@ yt_rand(const int64_t *size, int size_len)
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:645 */
+ * from ops.yaml:759 */
 yt_tensor *
 yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -468,7 +468,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:656 */
+ * from ops.yaml:770 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
@@ -476,7 +476,7 @@ yt_randn(const int64_t *size, int size_len)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:656 */
+ * from ops.yaml:770 */
 yt_tensor *
 yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -511,7 +511,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:667 */
+ * from ops.yaml:781 */
 yt_tensor *
 yt_rand_like(yt_tensor *self)
 {
@@ -519,7 +519,7 @@ yt_rand_like(yt_tensor *self)
 }
 
 /* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:667 */
+ * from ops.yaml:781 */
 yt_tensor *
 yt_rand_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -534,7 +534,7 @@ yt_rand_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:677 */
+ * from ops.yaml:791 */
 yt_tensor *
 yt_randn_like(yt_tensor *self)
 {
@@ -542,7 +542,7 @@ yt_randn_like(yt_tensor *self)
 }
 
 /* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:677 */
+ * from ops.yaml:791 */
 yt_tensor *
 yt_randn_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -557,7 +557,7 @@ yt_randn_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:687 */
+ * from ops.yaml:801 */
 yt_tensor *
 yt_randint(int64_t high, const int64_t *size, int size_len)
 {
@@ -565,7 +565,7 @@ yt_randint(int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:687 */
+ * from ops.yaml:801 */
 yt_tensor *
 yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -597,7 +597,7 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype, y
 }
 
 /* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:698 */
+ * from ops.yaml:812 */
 yt_tensor *
 yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 {
@@ -605,7 +605,7 @@ yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:698 */
+ * from ops.yaml:812 */
 yt_tensor *
 yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len, yt_dtype dtype,
                   yt_device device)
@@ -638,7 +638,7 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len, 
 }
 
 /* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:708 */
+ * from ops.yaml:822 */
 yt_tensor *
 yt_randperm(int64_t n)
 {
@@ -646,7 +646,7 @@ yt_randperm(int64_t n)
 }
 
 /* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:708 */
+ * from ops.yaml:822 */
 yt_tensor *
 yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device)
 {
@@ -673,7 +673,7 @@ yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device)
 }
 
 /* bernoulli(Tensor self) -> Tensor
- * from ops.yaml:719 */
+ * from ops.yaml:833 */
 yt_tensor *
 yt_bernoulli(yt_tensor *self)
 {
@@ -701,7 +701,7 @@ yt_bernoulli(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * from ops.yaml:726 */
+ * from ops.yaml:840 */
 yt_tensor *
 yt_bernoulli_p(yt_tensor *self)
 {
@@ -709,7 +709,7 @@ yt_bernoulli_p(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * from ops.yaml:726 */
+ * from ops.yaml:840 */
 yt_tensor *
 yt_bernoulli_p_ex(yt_tensor *self, double p)
 {
@@ -734,7 +734,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * from ops.yaml:726 */
+ * from ops.yaml:840 */
 yt_status
 yt_bernoulli_p_(yt_tensor *self)
 {
@@ -742,7 +742,7 @@ yt_bernoulli_p_(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * from ops.yaml:726 */
+ * from ops.yaml:840 */
 yt_status
 yt_bernoulli_p_ex_(yt_tensor *self, double p)
 {
@@ -775,7 +775,7 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p)
 }
 
 /* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * from ops.yaml:737 */
+ * from ops.yaml:851 */
 yt_tensor *
 yt_normal(yt_tensor *self)
 {
@@ -783,7 +783,7 @@ yt_normal(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * from ops.yaml:737 */
+ * from ops.yaml:851 */
 yt_tensor *
 yt_normal_ex(yt_tensor *self, double mean, double std)
 {
@@ -811,7 +811,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std)
 }
 
 /* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * from ops.yaml:737 */
+ * from ops.yaml:851 */
 yt_status
 yt_normal_(yt_tensor *self)
 {
@@ -819,7 +819,7 @@ yt_normal_(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * from ops.yaml:737 */
+ * from ops.yaml:851 */
 yt_status
 yt_normal_ex_(yt_tensor *self, double mean, double std)
 {
@@ -855,7 +855,7 @@ yt_normal_ex_(yt_tensor *self, double mean, double std)
 }
 
 /* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * from ops.yaml:749 */
+ * from ops.yaml:863 */
 yt_tensor *
 yt_uniform(yt_tensor *self)
 {
@@ -863,7 +863,7 @@ yt_uniform(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * from ops.yaml:749 */
+ * from ops.yaml:863 */
 yt_tensor *
 yt_uniform_ex(yt_tensor *self, double from, double to)
 {
@@ -891,7 +891,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to)
 }
 
 /* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * from ops.yaml:749 */
+ * from ops.yaml:863 */
 yt_status
 yt_uniform_(yt_tensor *self)
 {
@@ -899,7 +899,7 @@ yt_uniform_(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * from ops.yaml:749 */
+ * from ops.yaml:863 */
 yt_status
 yt_uniform_ex_(yt_tensor *self, double from, double to)
 {

@@ -216,6 +216,66 @@ static const op_info registry[] = {
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
     },
     {
+        .schema = "dropout(Tensor input, float p, bool train) -> Tensor",
+        .doc =
+            "Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.",
+    },
+    {
+        .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+        .doc = "Squared error (self - target)^2, broadcast, then reduced (0 none, 1 mean, 2 sum).",
+    },
+    {
+        .schema = "l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+        .doc = "Absolute error |self - target|, broadcast, then reduced (0 none, 1 mean, 2 sum).",
+    },
+    {
+        .schema =
+            "smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor",
+        .doc =
+            "0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is 0), then reduced.",
+    },
+    {
+        .schema =
+            "huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor",
+        .doc =
+            "0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then reduced.",
+    },
+    {
+        .schema = "binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor",
+        .doc =
+            "-w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log clamped at -100 as in PyTorch, then reduced.",
+    },
+    {
+        .schema =
+            "binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor",
+        .doc =
+            "Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at +-1e4); pos_weight scales the positive term.",
+    },
+    {
+        .schema =
+            "nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor",
+        .doc =
+            "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights.",
+    },
+    {
+        .schema =
+            "cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+        .doc =
+            "Cross-entropy of the logits `self` (class dim 1) against class indices (fused log_softmax + nll, stable at +-1e4; ignore_index, weight) or class probabilities (same shape as self), with label smoothing.",
+    },
+    {
+        .schema =
+            "cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+        .doc =
+            "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row).",
+    },
+    {
+        .schema =
+            "cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, int ignore_index, float label_smoothing) -> Tensor",
+        .doc =
+            "Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public ops so that it is differentiable.",
+    },
+    {
         .schema = "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc =
             "A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).",

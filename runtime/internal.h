@@ -222,6 +222,10 @@ YT_INTERNAL yt_dtype yt__dtype_index(yt_dtype dtype);
 YT_INTERNAL yt_status yt__shape_vector(yt_shape *out, const char *op, int64_t n);
 /* The n x m shape of eye. Errors: n < 0 or m < 0. */
 YT_INTERNAL yt_status yt__shape_eye(yt_shape *out, const char *op, int64_t n, int64_t m);
+/* Result shape of a class-index loss (kernels/composite/loss_targets.c): target's shape for
+ * reduction 0 (none), else 0-D; validates self/target shapes and the reduction. */
+YT_INTERNAL yt_status yt__shape_class_loss(yt_shape *out, const char *op, yt_tensor *self,
+                                           yt_tensor *target, int64_t reduction);
 
 /* ---------------------------------------------------------------- size helpers
  * (runtime/shape_rules.c) */

@@ -3646,7 +3646,196 @@ call_contiguous_395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_396(yt_tensor *const *inputs, void *ctx)
+call_dropout_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout(inputs[0], 0.5, true);
+}
+
+static yt_tensor *
+call_dropout_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout(inputs[0], 0.25, true);
+}
+
+static yt_tensor *
+call_dropout_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout(inputs[0], 0.5, false);
+}
+
+static yt_tensor *
+call_dropout_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout(inputs[0], 0.5, true);
+}
+
+static yt_tensor *
+call_dropout_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout(inputs[0], 1.0, true);
+}
+
+static yt_tensor *
+error_dropout_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout(inputs[0], 0.5, true);
+}
+
+static yt_tensor *
+call_mse_loss_402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_mse_loss_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+call_mse_loss_404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], 2);
+}
+
+static yt_tensor *
+call_mse_loss_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_mse_loss_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_l1_loss_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_l1_loss_408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+call_l1_loss_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], 2);
+}
+
+static yt_tensor *
+error_l1_loss_410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 1, 0.5);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 0, 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 2, 0.0);
+}
+
+static yt_tensor *
+error_smooth_l1_loss_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 1, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], 1, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], 0, 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], 2, 1.0);
+}
+
+static yt_tensor *
+error_huber_loss_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], 1, 0.5);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 2);
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_empty_423(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3655,7 +3844,7 @@ call_empty_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_397(yt_tensor *const *inputs, void *ctx)
+call_empty_424(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3664,7 +3853,7 @@ call_empty_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_398(yt_tensor *const *inputs, void *ctx)
+call_empty_425(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3672,7 +3861,7 @@ call_empty_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_399(yt_tensor *const *inputs, void *ctx)
+call_zeros_426(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3681,7 +3870,7 @@ call_zeros_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_400(yt_tensor *const *inputs, void *ctx)
+call_ones_427(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3690,7 +3879,7 @@ call_ones_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_401(yt_tensor *const *inputs, void *ctx)
+call_full_428(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3699,7 +3888,7 @@ call_full_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_402(yt_tensor *const *inputs, void *ctx)
+call_full_429(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3708,7 +3897,7 @@ call_full_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_403(yt_tensor *const *inputs, void *ctx)
+call_full_430(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3717,77 +3906,77 @@ call_full_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_404(yt_tensor *const *inputs, void *ctx)
+call_empty_like_431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_405(yt_tensor *const *inputs, void *ctx)
+call_empty_like_432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_406(yt_tensor *const *inputs, void *ctx)
+call_empty_like_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_407(yt_tensor *const *inputs, void *ctx)
+call_ones_like_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_408(yt_tensor *const *inputs, void *ctx)
+call_ones_like_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_409(yt_tensor *const *inputs, void *ctx)
+call_ones_like_436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_410(yt_tensor *const *inputs, void *ctx)
+call_ones_like_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_411(yt_tensor *const *inputs, void *ctx)
+call_full_like_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_412(yt_tensor *const *inputs, void *ctx)
+call_full_like_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(-1), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_413(yt_tensor *const *inputs, void *ctx)
+call_full_like_440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_414(yt_tensor *const *inputs, void *ctx)
+call_arange_441(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3795,7 +3984,7 @@ call_arange_414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_415(yt_tensor *const *inputs, void *ctx)
+call_linspace_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3803,7 +3992,7 @@ call_linspace_415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_416(yt_tensor *const *inputs, void *ctx)
+call_linspace_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3811,7 +4000,7 @@ call_linspace_416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_417(yt_tensor *const *inputs, void *ctx)
+call_linspace_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3819,7 +4008,7 @@ call_linspace_417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_418(yt_tensor *const *inputs, void *ctx)
+call_eye_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3827,7 +4016,7 @@ call_eye_418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_419(yt_tensor *const *inputs, void *ctx)
+call_eye_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3835,7 +4024,7 @@ call_eye_419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_420(yt_tensor *const *inputs, void *ctx)
+call_eye_m_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3843,7 +4032,7 @@ call_eye_m_420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_421(yt_tensor *const *inputs, void *ctx)
+call_eye_m_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3851,7 +4040,7 @@ call_eye_m_421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_422(yt_tensor *const *inputs, void *ctx)
+call_rand_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3860,7 +4049,7 @@ call_rand_422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_423(yt_tensor *const *inputs, void *ctx)
+error_rand_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3869,7 +4058,7 @@ error_rand_423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_424(yt_tensor *const *inputs, void *ctx)
+call_randn_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3878,7 +4067,7 @@ call_randn_424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_425(yt_tensor *const *inputs, void *ctx)
+error_randn_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3887,35 +4076,35 @@ error_randn_425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_426(yt_tensor *const *inputs, void *ctx)
+call_rand_like_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_427(yt_tensor *const *inputs, void *ctx)
+call_rand_like_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_428(yt_tensor *const *inputs, void *ctx)
+call_randn_like_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_429(yt_tensor *const *inputs, void *ctx)
+call_randn_like_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_430(yt_tensor *const *inputs, void *ctx)
+call_randint_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3924,7 +4113,7 @@ call_randint_430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_431(yt_tensor *const *inputs, void *ctx)
+call_randint_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3933,7 +4122,7 @@ call_randint_431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_432(yt_tensor *const *inputs, void *ctx)
+call_randint_low_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3942,7 +4131,7 @@ call_randint_low_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_433(yt_tensor *const *inputs, void *ctx)
+call_randperm_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3950,7 +4139,7 @@ call_randperm_433(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_434(yt_tensor *const *inputs, void *ctx)
+call_randperm_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3958,14 +4147,14 @@ call_randperm_434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_435(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_436(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3977,14 +4166,14 @@ inplace_bernoulli_p_436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_437(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_438(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -3996,14 +4185,14 @@ inplace_bernoulli_p_438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_439(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_440(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4015,14 +4204,14 @@ inplace_bernoulli_p_440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_441(yt_tensor *const *inputs, void *ctx)
+call_normal_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0);
 }
 
 static yt_tensor *
-inplace_normal_442(yt_tensor *const *inputs, void *ctx)
+inplace_normal_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4034,14 +4223,14 @@ inplace_normal_442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_443(yt_tensor *const *inputs, void *ctx)
+call_normal_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0);
 }
 
 static yt_tensor *
-inplace_normal_444(yt_tensor *const *inputs, void *ctx)
+inplace_normal_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4053,14 +4242,14 @@ inplace_normal_444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_445(yt_tensor *const *inputs, void *ctx)
+call_normal_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0);
 }
 
 static yt_tensor *
-inplace_normal_446(yt_tensor *const *inputs, void *ctx)
+inplace_normal_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4072,21 +4261,21 @@ inplace_normal_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_447(yt_tensor *const *inputs, void *ctx)
+error_normal_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0);
 }
 
 static yt_tensor *
-call_uniform_448(yt_tensor *const *inputs, void *ctx)
+call_uniform_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0);
 }
 
 static yt_tensor *
-inplace_uniform_449(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4098,14 +4287,14 @@ inplace_uniform_449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_450(yt_tensor *const *inputs, void *ctx)
+call_uniform_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0);
 }
 
 static yt_tensor *
-inplace_uniform_451(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4117,14 +4306,14 @@ inplace_uniform_451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_452(yt_tensor *const *inputs, void *ctx)
+call_uniform_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0);
 }
 
 static yt_tensor *
-inplace_uniform_453(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4136,14 +4325,14 @@ inplace_uniform_453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_454(yt_tensor *const *inputs, void *ctx)
+error_uniform_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0);
 }
 
 static yt_tensor *
-call_sum_to_455(yt_tensor *const *inputs, void *ctx)
+call_sum_to_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4151,7 +4340,7 @@ call_sum_to_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_456(yt_tensor *const *inputs, void *ctx)
+call_sum_to_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -6019,10 +6208,253 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "empty",
-        .where = "ops.yaml:529 sample 0",
-        .n_inputs = 0,
-        .call = call_empty_396,
+        .op = "dropout",
+        .where = "ops.yaml:526 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:526 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_dropout_397,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:526 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_398,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:526 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_399,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:526 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_400,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:539 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_402,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:539 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_403,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:539 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_404,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:539 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_405,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:552 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_407,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:552 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_408,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:552 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_409,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:564 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:564 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_412,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:564 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_413,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:576 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:576 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:576 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:596 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_419,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:596 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_420,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:596 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6030,9 +6462,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:529 sample 1",
+        .where = "ops.yaml:643 sample 0",
         .n_inputs = 0,
-        .call = call_empty_397,
+        .call = call_empty_423,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6040,9 +6472,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:529 sample 2",
+        .where = "ops.yaml:643 sample 1",
         .n_inputs = 0,
-        .call = call_empty_398,
+        .call = call_empty_424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:643 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_425,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6050,9 +6492,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:534 sample 0",
+        .where = "ops.yaml:648 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_399,
+        .call = call_zeros_426,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6060,9 +6502,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:542 sample 0",
+        .where = "ops.yaml:656 sample 0",
         .n_inputs = 0,
-        .call = call_ones_400,
+        .call = call_ones_427,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6070,9 +6512,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:557 sample 0",
+        .where = "ops.yaml:671 sample 0",
         .n_inputs = 0,
-        .call = call_full_401,
+        .call = call_full_428,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6080,9 +6522,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:557 sample 1",
+        .where = "ops.yaml:671 sample 1",
         .n_inputs = 0,
-        .call = call_full_402,
+        .call = call_full_429,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6090,9 +6532,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:557 sample 2",
+        .where = "ops.yaml:671 sample 2",
         .n_inputs = 0,
-        .call = call_full_403,
+        .call = call_full_430,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6100,10 +6542,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:568 sample 0",
+        .where = "ops.yaml:682 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_404,
+        .call = call_empty_like_431,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6111,11 +6553,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:568 sample 1",
+        .where = "ops.yaml:682 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_405,
+        .call = call_empty_like_432,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6123,10 +6565,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:568 sample 2",
+        .where = "ops.yaml:682 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_406,
+        .call = call_empty_like_433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6134,10 +6576,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:586 sample 0",
+        .where = "ops.yaml:700 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_407,
+        .call = call_ones_like_434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6145,11 +6587,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:586 sample 1",
+        .where = "ops.yaml:700 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_408,
+        .call = call_ones_like_435,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6157,10 +6599,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:586 sample 2",
+        .where = "ops.yaml:700 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_409,
+        .call = call_ones_like_436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6168,10 +6610,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:586 sample 3",
+        .where = "ops.yaml:700 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_410,
+        .call = call_ones_like_437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6179,10 +6621,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:598 sample 0",
+        .where = "ops.yaml:712 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_411,
+        .call = call_full_like_438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6190,11 +6632,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:598 sample 1",
+        .where = "ops.yaml:712 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_412,
+        .call = call_full_like_439,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6202,10 +6644,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:598 sample 2",
+        .where = "ops.yaml:712 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_413,
+        .call = call_full_like_440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6213,9 +6655,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:603 sample 0",
+        .where = "ops.yaml:717 sample 0",
         .n_inputs = 0,
-        .call = call_arange_414,
+        .call = call_arange_441,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6223,9 +6665,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:618 sample 0",
+        .where = "ops.yaml:732 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_415,
+        .call = call_linspace_442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6233,9 +6675,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:618 sample 1",
+        .where = "ops.yaml:732 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_416,
+        .call = call_linspace_443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6243,9 +6685,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:618 sample 2",
+        .where = "ops.yaml:732 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_417,
+        .call = call_linspace_444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6253,9 +6695,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:630 sample 0",
+        .where = "ops.yaml:744 sample 0",
         .n_inputs = 0,
-        .call = call_eye_418,
+        .call = call_eye_445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6263,9 +6705,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:630 sample 1",
+        .where = "ops.yaml:744 sample 1",
         .n_inputs = 0,
-        .call = call_eye_419,
+        .call = call_eye_446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6273,9 +6715,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:641 sample 0",
+        .where = "ops.yaml:755 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_420,
+        .call = call_eye_m_447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6283,9 +6725,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:641 sample 1",
+        .where = "ops.yaml:755 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_421,
+        .call = call_eye_m_448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6293,9 +6735,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:645 sample 0",
+        .where = "ops.yaml:759 sample 0",
         .n_inputs = 0,
-        .call = call_rand_422,
+        .call = call_rand_449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6303,9 +6745,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:656 sample 0",
+        .where = "ops.yaml:770 sample 0",
         .n_inputs = 0,
-        .call = call_randn_424,
+        .call = call_randn_451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6313,10 +6755,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:673 sample 0",
+        .where = "ops.yaml:787 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_426,
+        .call = call_rand_like_453,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6324,10 +6766,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:673 sample 1",
+        .where = "ops.yaml:787 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_427,
+        .call = call_rand_like_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6335,10 +6777,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:683 sample 0",
+        .where = "ops.yaml:797 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_428,
+        .call = call_randn_like_455,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6346,10 +6788,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:683 sample 1",
+        .where = "ops.yaml:797 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_429,
+        .call = call_randn_like_456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6357,9 +6799,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:694 sample 0",
+        .where = "ops.yaml:808 sample 0",
         .n_inputs = 0,
-        .call = call_randint_430,
+        .call = call_randint_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6367,9 +6809,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:694 sample 1",
+        .where = "ops.yaml:808 sample 1",
         .n_inputs = 0,
-        .call = call_randint_431,
+        .call = call_randint_458,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6377,9 +6819,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:705 sample 0",
+        .where = "ops.yaml:819 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_432,
+        .call = call_randint_low_459,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6387,9 +6829,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:715 sample 0",
+        .where = "ops.yaml:829 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_433,
+        .call = call_randperm_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6397,9 +6839,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:715 sample 1",
+        .where = "ops.yaml:829 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_434,
+        .call = call_randperm_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6407,112 +6849,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:732 sample 0",
+        .where = "ops.yaml:846 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_435,
-        .call_inplace = inplace_bernoulli_p_436,
+        .call = call_bernoulli_p_462,
+        .call_inplace = inplace_bernoulli_p_463,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:732 sample 1",
+        .where = "ops.yaml:846 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_437,
-        .call_inplace = inplace_bernoulli_p_438,
+        .call = call_bernoulli_p_464,
+        .call_inplace = inplace_bernoulli_p_465,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:732 sample 2",
+        .where = "ops.yaml:846 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_439,
-        .call_inplace = inplace_bernoulli_p_440,
+        .call = call_bernoulli_p_466,
+        .call_inplace = inplace_bernoulli_p_467,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:743 sample 0",
+        .where = "ops.yaml:857 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_441,
-        .call_inplace = inplace_normal_442,
+        .call = call_normal_468,
+        .call_inplace = inplace_normal_469,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:743 sample 1",
+        .where = "ops.yaml:857 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_443,
-        .call_inplace = inplace_normal_444,
+        .call = call_normal_470,
+        .call_inplace = inplace_normal_471,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:743 sample 2",
+        .where = "ops.yaml:857 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_445,
-        .call_inplace = inplace_normal_446,
+        .call = call_normal_472,
+        .call_inplace = inplace_normal_473,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:755 sample 0",
+        .where = "ops.yaml:869 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_448,
-        .call_inplace = inplace_uniform_449,
+        .call = call_uniform_475,
+        .call_inplace = inplace_uniform_476,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:755 sample 1",
+        .where = "ops.yaml:869 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_450,
-        .call_inplace = inplace_uniform_451,
+        .call = call_uniform_477,
+        .call_inplace = inplace_uniform_478,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:755 sample 2",
+        .where = "ops.yaml:869 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_452,
-        .call_inplace = inplace_uniform_453,
+        .call = call_uniform_479,
+        .call_inplace = inplace_uniform_480,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:768 sample 0",
+        .where = "ops.yaml:882 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_455,
+        .call = call_sum_to_482,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6520,10 +6962,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:768 sample 1",
+        .where = "ops.yaml:882 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_456,
+        .call = call_sum_to_483,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6906,36 +7348,95 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "select: ",
     },
     {
+        .op = "dropout",
+        .what = "ops.yaml:520: dtype of input",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_dropout_401,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dropout: ",
+    },
+    {
+        .op = "mse_loss",
+        .what = "ops.yaml:533: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mse_loss_406,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "mse_loss: ",
+    },
+    {
+        .op = "l1_loss",
+        .what = "ops.yaml:546: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_l1_loss_410,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "l1_loss: ",
+    },
+    {
+        .op = "smooth_l1_loss",
+        .what = "ops.yaml:558: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_smooth_l1_loss_414,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "smooth_l1_loss: ",
+    },
+    {
+        .op = "huber_loss",
+        .what = "ops.yaml:570: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_huber_loss_418,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "huber_loss: ",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:590: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_with_logits_422,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "binary_cross_entropy_with_logits: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:650: is_floating(result_dtype)",
+        .what = "ops.yaml:764: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_423,
+        .call = error_rand_450,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:661: is_floating(result_dtype)",
+        .what = "ops.yaml:775: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_425,
+        .call = error_randn_452,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:737: dtype of self",
+        .what = "ops.yaml:851: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_447,
+        .call = error_normal_474,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:749: dtype of self",
+        .what = "ops.yaml:863: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_454,
+        .call = error_uniform_481,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },

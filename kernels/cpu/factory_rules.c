@@ -38,8 +38,8 @@ yt_status
 yt__shape_eye(yt_shape *out, const char *op, int64_t n, int64_t m)
 {
     if (n < 0 || m < 0)
-        return yt__fail_status(YT_ERR_VALUE, "%s: n=%lld and m=%lld must be >= 0", op,
-                               (long long)n, (long long)m);
+        return yt__fail_status(YT_ERR_VALUE, "%s: n=%lld and m=%lld must be >= 0", op, (long long)n,
+                               (long long)m);
     int64_t numel;
     if (!yt__mul_ok(&numel, n, m))
         return yt__fail_status(YT_ERR_NOMEM, "%s: %lld x %lld elements overflow int64", op,

@@ -189,9 +189,8 @@ fill_randint(yt_tensor *result, int64_t low, int64_t high, yt_generator *gen, co
                                "%s: expected low < high, but got low=%lld and high=%lld", op,
                                (long long)low, (long long)high);
     if (low < exact_int_min(out) || high - 1 > exact_int_max(out))
-        return yt__fail_status(YT_ERR_VALUE,
-                               "%s: the range [%lld, %lld) does not fit in dtype %s", op,
-                               (long long)low, (long long)high, yt_dtype_name(out));
+        return yt__fail_status(YT_ERR_VALUE, "%s: the range [%lld, %lld) does not fit in dtype %s",
+                               op, (long long)low, (long long)high, yt_dtype_name(out));
     int64_t n = result->numel;
     if (n == 0)
         return YT_OK;
@@ -236,8 +235,8 @@ yt__cpu_randint(yt_tensor *result, int64_t high, const int64_t *size, int size_l
 }
 
 yt_status
-yt__cpu_randint_low(yt_tensor *result, int64_t low, int64_t high, const int64_t *size,
-                    int size_len, yt_dtype dtype, yt_device device)
+yt__cpu_randint_low(yt_tensor *result, int64_t low, int64_t high, const int64_t *size, int size_len,
+                    yt_dtype dtype, yt_device device)
 {
     (void)size, (void)size_len, (void)dtype, (void)device;
     return fill_randint(result, low, high, NULL, "randint");

@@ -914,7 +914,184 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- empty (ops.yaml:522) */
+/* ---- dropout (ops.yaml:520) */
+
+/* dropout(Tensor input, float p, bool train) -> Tensor
+ * Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) when `train`; the
+ * identity otherwise.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
+
+/* ---- mse_loss (ops.yaml:533) */
+
+/* mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (0 none, 1 mean, 2 sum).
+ * Uses the defaults reduction=1; yt_mse_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
+
+/* mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (0 none, 1 mean, 2 sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction);
+
+/* ---- l1_loss (ops.yaml:546) */
+
+/* l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (0 none, 1 mean, 2 sum).
+ * Uses the defaults reduction=1; yt_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (0 none, 1 mean, 2 sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction);
+
+/* ---- smooth_l1_loss (ops.yaml:558) */
+
+/* smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Uses the defaults reduction=1, beta=1.0; yt_smooth_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
+                                       double beta);
+
+/* ---- huber_loss (ops.yaml:570) */
+
+/* huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Uses the defaults reduction=1, delta=1.0; yt_huber_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
+
+/* huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
+                                   double delta);
+
+/* ---- binary_cross_entropy (ops.yaml:582) */
+
+/* binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced.
+ * Uses the defaults reduction=1; yt_binary_cross_entropy_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, int64_t reduction);
+
+/* ---- binary_cross_entropy_with_logits (ops.yaml:590) */
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); pos_weight scales the positive term.
+ * Uses the defaults reduction=1; yt_binary_cross_entropy_with_logits_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); pos_weight scales the positive term.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target,
+                                                         int64_t reduction);
+
+/* ---- nll_loss (ops.yaml:602) */
+
+/* nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights.
+ * Uses the defaults reduction=1, ignore_index=-100; yt_nll_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
+
+/* nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
+                                 int64_t ignore_index);
+
+/* ---- cross_entropy_loss (ops.yaml:610) */
+
+/* cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (fused log_softmax + nll,
+ * stable at +-1e4; ignore_index, weight) or class probabilities (same shape as self), with label
+ * smoothing.
+ * Uses the defaults reduction=1, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (fused log_softmax + nll,
+ * stable at +-1e4; ignore_index, weight) or class probabilities (same shape as self), with label
+ * smoothing.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
+                                           int64_t ignore_index, double label_smoothing);
+
+/* ---- cross_entropy_index (ops.yaml:618) */
+
+/* cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row).
+ * Uses the defaults reduction=1, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
+                                            int64_t ignore_index, double label_smoothing);
+
+/* ---- cross_entropy_index_backward (ops.yaml:627) */
+
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, int ignore_index, float label_smoothing) -> Tensor
+ * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
+ * ops so that it is differentiable.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self,
+                                                  yt_tensor *target, int64_t reduction,
+                                                  int64_t ignore_index, double label_smoothing);
+
+/* ---- empty (ops.yaml:636) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -929,7 +1106,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:534) */
+/* ---- zeros (ops.yaml:648) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -944,7 +1121,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:542) */
+/* ---- ones (ops.yaml:656) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -959,7 +1136,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:550) */
+/* ---- full (ops.yaml:664) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -977,7 +1154,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:562) */
+/* ---- empty_like (ops.yaml:676) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -994,7 +1171,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:573) */
+/* ---- zeros_like (ops.yaml:687) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1002,7 +1179,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:580) */
+/* ---- ones_like (ops.yaml:694) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -1017,7 +1194,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:592) */
+/* ---- full_like (ops.yaml:706) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -1034,7 +1211,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:603) */
+/* ---- arange (ops.yaml:717) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -1052,7 +1229,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:611) */
+/* ---- linspace (ops.yaml:725) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -1068,7 +1245,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:623) */
+/* ---- eye (ops.yaml:737) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -1083,7 +1260,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:634) */
+/* ---- eye.m (ops.yaml:748) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -1098,7 +1275,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:645) */
+/* ---- rand (ops.yaml:759) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -1113,7 +1290,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:656) */
+/* ---- randn (ops.yaml:770) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -1128,7 +1305,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:667) */
+/* ---- rand_like (ops.yaml:781) */
 
 /* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -1143,7 +1320,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:677) */
+/* ---- randn_like (ops.yaml:791) */
 
 /* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -1158,7 +1335,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:687) */
+/* ---- randint (ops.yaml:801) */
 
 /* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) (i64 unless `dtype` is given).
@@ -1174,7 +1351,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype,
                                 yt_device device);
 
-/* ---- randint.low (ops.yaml:698) */
+/* ---- randint.low (ops.yaml:812) */
 
 /* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) (i64 unless `dtype` is given).
@@ -1190,7 +1367,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:708) */
+/* ---- randperm (ops.yaml:822) */
 
 /* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 (i64 unless `dtype` is given).
@@ -1205,7 +1382,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- bernoulli (ops.yaml:719) */
+/* ---- bernoulli (ops.yaml:833) */
 
 /* bernoulli(Tensor self) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise (self holds probabilities in [0, 1]).
@@ -1213,7 +1390,7 @@ YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
 
-/* ---- bernoulli.p (ops.yaml:726) */
+/* ---- bernoulli.p (ops.yaml:840) */
 
 /* bernoulli.p(Tensor self, float p=0.5) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
@@ -1247,7 +1424,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p);
 
-/* ---- normal (ops.yaml:737) */
+/* ---- normal (ops.yaml:851) */
 
 /* normal(Tensor self, float mean=0, float std=1) -> Tensor
  * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
@@ -1281,7 +1458,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std);
 
-/* ---- uniform (ops.yaml:749) */
+/* ---- uniform (ops.yaml:863) */
 
 /* uniform(Tensor self, float from=0, float to=1) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
@@ -1311,7 +1488,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to);
 
-/* ---- sum_to (ops.yaml:762) */
+/* ---- sum_to (ops.yaml:876) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1319,7 +1496,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:772) */
+/* ---- sum_backward (ops.yaml:886) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1328,7 +1505,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:779) */
+/* ---- mean_backward (ops.yaml:893) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1337,7 +1514,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:786) */
+/* ---- amax_backward (ops.yaml:900) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1346,7 +1523,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:793) */
+/* ---- permute_backward (ops.yaml:907) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1354,7 +1531,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:800) */
+/* ---- pow_backward (ops.yaml:914) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1362,7 +1539,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:807) */
+/* ---- pow_backward_self (ops.yaml:921) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1370,7 +1547,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:814) */
+/* ---- pow_backward_exponent (ops.yaml:928) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1379,7 +1556,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:821) */
+/* ---- slice_backward (ops.yaml:935) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1389,7 +1566,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:829) */
+/* ---- select_backward (ops.yaml:943) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
