@@ -7,8 +7,8 @@ yt_tensor *
 yt__composite_dropout(yt_tensor *input, double p, bool train)
 {
     if (!(p >= 0.0 && p <= 1.0))
-        return yt__fail(YT_ERR_VALUE, "dropout: probability has to be between 0 and 1, but got p=%g",
-                        p);
+        return yt__fail(YT_ERR_VALUE,
+                        "dropout: probability has to be between 0 and 1, but got p=%g", p);
     if (!train || p == 0.0)
         return yt_retain(input); /* the identity, as PyTorch returns input itself */
     if (p == 1.0)

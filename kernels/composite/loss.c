@@ -60,7 +60,8 @@ piecewise(yt_tensor *self, yt_tensor *target, double t, double quad_scale, doubl
     yt_tensor *sq = yt_mul(d, d);
     yt_tensor *quad = yt_mul_scalar(sq, yt_float(quad_scale));
     yt_tensor *shifted = yt_sub_scalar(a, yt_float(0.5 * t));
-    yt_tensor *lin = lin_scale == 1.0 ? yt_retain(shifted) : yt_mul_scalar(shifted, yt_float(lin_scale));
+    yt_tensor *lin =
+        lin_scale == 1.0 ? yt_retain(shifted) : yt_mul_scalar(shifted, yt_float(lin_scale));
     yt_tensor *loss = yt_where(small, quad, lin);
     yt_release(d);
     yt_release(a);
@@ -129,10 +130,9 @@ binary_cross_entropy_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *wei
         return yt__fail(YT_ERR_SHAPE, "%s: target must have the shape of self", op);
     for (int i = 0; i < yt_tensor_dim(self); i++)
         if (yt_tensor_sizes(self)[i] != yt_tensor_sizes(target)[i])
-            return yt__fail(YT_ERR_SHAPE,
-                            "%s: target.size(%d)=%lld does not match self.size(%d)=%lld", op, i,
-                            (long long)yt_tensor_sizes(target)[i], i,
-                            (long long)yt_tensor_sizes(self)[i]);
+            return yt__fail(
+                YT_ERR_SHAPE, "%s: target.size(%d)=%lld does not match self.size(%d)=%lld", op, i,
+                (long long)yt_tensor_sizes(target)[i], i, (long long)yt_tensor_sizes(self)[i]);
     /* PyTorch's check: every input element in [0, 1] */
     yt_tensor *xv = yt__cast_copy(self, YT_DTYPE_F64);
     if (xv == NULL)
@@ -238,8 +238,8 @@ nll_loss_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64_t
     if (yt__check_reduction(reduction, "nll_loss") != YT_OK)
         return NULL;
     double total = 0.0;
-    yt_tensor *k = yt__class_coefficients(self, target, weight, ignore_index, 0.0, &total,
-                                          "nll_loss");
+    yt_tensor *k =
+        yt__class_coefficients(self, target, weight, ignore_index, 0.0, &total, "nll_loss");
     if (k == NULL)
         return NULL;
     int64_t cdim = yt_tensor_dim(self) == 1 ? 0 : 1;
@@ -280,8 +280,8 @@ cross_entropy_probs(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64
                         yt__format_sizes(b, sizeof b, self->sizes, self->dim));
     int64_t cdim = self->dim == 1 ? 0 : 1, c = self->sizes[cdim];
     if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != c))
-        return yt__fail(YT_ERR_SHAPE, "%s: weight must be 1-D with %lld elements, got shape %s",
-                        op, (long long)c, yt__format_sizes(a, sizeof a, weight->sizes, weight->dim));
+        return yt__fail(YT_ERR_SHAPE, "%s: weight must be 1-D with %lld elements, got shape %s", op,
+                        (long long)c, yt__format_sizes(a, sizeof a, weight->sizes, weight->dim));
     yt_tensor *logp = log_softmax_of(self, cdim);
     yt_tensor *t = ls > 0.0 ? yt_mul_scalar(target, yt_float(1.0 - ls)) : yt_retain(target);
     if (ls > 0.0) {
@@ -323,8 +323,7 @@ cross_entropy_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight, in
         return yt__fail(YT_ERR_VALUE, "%s: label_smoothing must be in [0, 1], got %g", op,
                         label_smoothing);
     if (yt_dtype_is_floating(target->dtype))
-        return cross_entropy_probs(self, target, weight, reduction, ignore_index,
-                                   label_smoothing);
+        return cross_entropy_probs(self, target, weight, reduction, ignore_index, label_smoothing);
     (void)weight; /* TODO(Tensor?): pass weight once the generator supports optional tensors */
     return yt_cross_entropy_index_ex(self, target, reduction, ignore_index, label_smoothing);
 }
@@ -342,8 +341,8 @@ yt__composite_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *se
     if (yt__check_reduction(reduction, op) != YT_OK)
         return NULL;
     double total = 0.0;
-    yt_tensor *k = yt__class_coefficients(self, target, weight, ignore_index, label_smoothing,
-                                          &total, op);
+    yt_tensor *k =
+        yt__class_coefficients(self, target, weight, ignore_index, label_smoothing, &total, op);
     if (k == NULL)
         return NULL;
     int64_t cdim = self->dim == 1 ? 0 : 1;

@@ -22,8 +22,8 @@ typedef struct yt__class_layout {
 } yt__class_layout;
 
 /* Validates self/target/weight shapes and dtypes for `op` and fills the layout. */
-YT_INTERNAL yt_status yt__class_layout_of(yt__class_layout *lay, yt_tensor *self,
-                                          yt_tensor *target, yt_tensor *weight, const char *op);
+YT_INTERNAL yt_status yt__class_layout_of(yt__class_layout *lay, yt_tensor *self, yt_tensor *target,
+                                          yt_tensor *weight, const char *op);
 
 /* Per-row target classes (contiguous int64, n * inner entries) and class weights (c entries,
  * all 1 without weight), range-checked: every target is ignore_index or in [0, C). Free both
@@ -35,9 +35,8 @@ YT_INTERNAL yt_status yt__class_targets(int64_t **targets, double **weights,
 /* The constant K (self's shape and dtype) with loss_row = -sum_c K[row, c] * logp[row, c]:
  * (1 - ls) * w_t at the target class plus ls / C * w_c on every class, zero on ignored rows.
  * *total_weight gets the sum of w_t over rows that are not ignored (the mean's divisor). */
-YT_INTERNAL yt_tensor *yt__class_coefficients(yt_tensor *self, yt_tensor *target,
-                                              yt_tensor *weight, int64_t ignore_index,
-                                              double label_smoothing, double *total_weight,
-                                              const char *op);
+YT_INTERNAL yt_tensor *yt__class_coefficients(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                              int64_t ignore_index, double label_smoothing,
+                                              double *total_weight, const char *op);
 
 #endif

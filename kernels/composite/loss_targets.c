@@ -35,8 +35,8 @@ yt__class_layout_of(yt__class_layout *lay, yt_tensor *self, yt_tensor *target, y
         return yt__fail_status(YT_ERR_SHAPE, "%s: self must have at least 1 dimension, got 0-D",
                                op);
     if (yt_dtype_is_floating(target->dtype) || target->dtype == YT_DTYPE_BOOL)
-        return yt__fail_status(YT_ERR_DTYPE, "%s: class-index target must be integral, got %s",
-                               op, yt_dtype_name(target->dtype));
+        return yt__fail_status(YT_ERR_DTYPE, "%s: class-index target must be integral, got %s", op,
+                               yt_dtype_name(target->dtype));
     bool ok = target->dim == (self->dim == 1 ? 0 : self->dim - 1);
     if (ok && self->dim >= 2) {
         ok = target->sizes[0] == self->sizes[0];
