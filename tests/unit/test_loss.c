@@ -111,7 +111,9 @@ Test(loss, class_losses_gradcheck)
         for (int64_t red = 0; red < 3; red++) {
             for (int smooth = 0; smooth < (which == 7 ? 2 : 1); smooth++) {
                 yt_tensor *in[1] = {tensor_f64(x, xs, 2, true)};
-                loss_case c = {.which = which, .reduction = red, .param = smooth ? 0.2 : 0.0,
+                loss_case c = {.which = which,
+                               .reduction = red,
+                               .param = smooth ? 0.2 : 0.0,
                                .target = target};
                 check_grads(&c, 1, in);
                 yt_release(in[0]);

@@ -207,8 +207,8 @@ Test(creation, pytorch_corner_cases)
     yt_release(f);
 
     /* arange(0, 5.5, 1.5, dtype=i64) counts in truncated integers: [0, 1, 2, 3, 4] */
-    yt_tensor *a = yt_arange_ex(yt_int(0), yt_float(5.5), yt_float(1.5), YT_DTYPE_I64,
-                                YT_DEVICE_NONE);
+    yt_tensor *a =
+        yt_arange_ex(yt_int(0), yt_float(5.5), yt_float(1.5), YT_DTYPE_I64, YT_DEVICE_NONE);
     cr_assert_not_null(a, "%s", yt_errmsg());
     cr_assert_eq(yt_tensor_numel(a), 5);
     double *v = values_of(a);
@@ -216,8 +216,7 @@ Test(creation, pytorch_corner_cases)
         cr_assert_eq(v[i], i);
     free(v);
     yt_release(a);
-    cr_assert_null(
-        yt_arange_ex(yt_int(0), yt_int(3), yt_float(0.5), YT_DTYPE_I64, YT_DEVICE_NONE));
+    cr_assert_null(yt_arange_ex(yt_int(0), yt_int(3), yt_float(0.5), YT_DTYPE_I64, YT_DEVICE_NONE));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "arange: step must be nonzero");
 
     /* linspace: both ends exact; integral dtypes truncate */
