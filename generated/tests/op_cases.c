@@ -4347,6 +4347,14 @@ call_sum_to_483(yt_tensor *const *inputs, void *ctx)
     return yt_sum_to(inputs[0], size, 1);
 }
 
+static yt_tensor *
+error_sum_to_484(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {1, 4};
+    return yt_sum_to(inputs[0], size, 2);
+}
+
 const yt_op_case yt_op_cases[] = {
     {
         .op = "add.Tensor",
@@ -7439,6 +7447,15 @@ const yt_error_case yt_error_cases[] = {
         .call = error_uniform_481,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
+    },
+    {
+        .op = "sum_to",
+        .what = "ops.yaml:876: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sum_to_484,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "sum_to: ",
     },
 };
 const int yt_error_case_count = (int)(sizeof yt_error_cases / sizeof yt_error_cases[0]);
