@@ -426,18 +426,19 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
     return yt__scope_track(result);
 }
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:759 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
-    return yt_rand_ex(size, size_len, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_rand_ex(size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:759 */
 yt_tensor *
-yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
+           yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
         return yt__fail(YT_ERR_VALUE,
@@ -461,7 +462,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
-        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -469,18 +470,19 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     return yt__scope_track(result);
 }
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:770 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
-    return yt_randn_ex(size, size_len, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randn_ex(size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:770 */
 yt_tensor *
-yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
+            yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
         return yt__fail(YT_ERR_VALUE,
@@ -504,7 +506,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
-        result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
+        result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -512,64 +514,65 @@ yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     return yt__scope_track(result);
 }
 
-/* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * from ops.yaml:781 */
 yt_tensor *
 yt_rand_like(yt_tensor *self)
 {
-    return yt_rand_like_ex(self, YT_DTYPE_NONE);
+    return yt_rand_like_ex(self, NULL, YT_DTYPE_NONE);
 }
 
-/* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * from ops.yaml:781 */
 yt_tensor *
-yt_rand_like_ex(yt_tensor *self, yt_dtype dtype)
+yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
     if (self == NULL)
         return yt__null_arg("rand_like", "self"); /* keeps an earlier error */
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "rand_like: dtype=%d is not a valid dtype", (int)dtype);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_rand_like(self, dtype);
+    yt_tensor *result = yt__composite_rand_like(self, generator, dtype);
     yt__scope_resume();
     return yt__scope_track(result);
 }
 
-/* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * from ops.yaml:791 */
 yt_tensor *
 yt_randn_like(yt_tensor *self)
 {
-    return yt_randn_like_ex(self, YT_DTYPE_NONE);
+    return yt_randn_like_ex(self, NULL, YT_DTYPE_NONE);
 }
 
-/* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * from ops.yaml:791 */
 yt_tensor *
-yt_randn_like_ex(yt_tensor *self, yt_dtype dtype)
+yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
     if (self == NULL)
         return yt__null_arg("randn_like", "self"); /* keeps an earlier error */
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "randn_like: dtype=%d is not a valid dtype", (int)dtype);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_randn_like(self, dtype);
+    yt_tensor *result = yt__composite_randn_like(self, generator, dtype);
     yt__scope_resume();
     return yt__scope_track(result);
 }
 
-/* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:801 */
 yt_tensor *
 yt_randint(int64_t high, const int64_t *size, int size_len)
 {
-    return yt_randint_ex(high, size, size_len, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randint_ex(high, size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
-/* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:801 */
 yt_tensor *
-yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *generator,
+              yt_dtype dtype, yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
         return yt__fail(YT_ERR_VALUE,
@@ -589,8 +592,9 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype, y
         return yt__fail(YT_ERR_DEVICE, "randint: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status =
-        result == NULL ? yt_errcode() : kernel(result, high, size, size_len, dtype, device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, high, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -598,19 +602,19 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype, y
     return yt__scope_track(result);
 }
 
-/* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:812 */
 yt_tensor *
 yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 {
-    return yt_randint_low_ex(low, high, size, size_len, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randint_low_ex(low, high, size, size_len, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
-/* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:812 */
 yt_tensor *
-yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len, yt_dtype dtype,
-                  yt_device device)
+yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
+                  yt_generator *generator, yt_dtype dtype, yt_device device)
 {
     if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
         return yt__fail(YT_ERR_VALUE,
@@ -630,8 +634,9 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len, 
         return yt__fail(YT_ERR_DEVICE, "randint: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status =
-        result == NULL ? yt_errcode() : kernel(result, low, high, size, size_len, dtype, device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, low, high, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -639,18 +644,18 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len, 
     return yt__scope_track(result);
 }
 
-/* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:822 */
 yt_tensor *
 yt_randperm(int64_t n)
 {
-    return yt_randperm_ex(n, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randperm_ex(n, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
-/* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * from ops.yaml:822 */
 yt_tensor *
-yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device)
+yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device device)
 {
     if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
         return yt__fail(YT_ERR_VALUE, "randperm: dtype=%d is not a valid dtype", (int)dtype);
@@ -666,7 +671,7 @@ yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device)
         return yt__fail(YT_ERR_DEVICE, "randperm: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, n, dtype, device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, n, generator, dtype, device);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -674,10 +679,18 @@ yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device)
     return yt__scope_track(result);
 }
 
-/* bernoulli(Tensor self) -> Tensor
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * from ops.yaml:833 */
 yt_tensor *
 yt_bernoulli(yt_tensor *self)
+{
+    return yt_bernoulli_ex(self, NULL);
+}
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:833 */
+yt_tensor *
+yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
 {
     if (self == NULL)
         return yt__null_arg("bernoulli", "self"); /* keeps an earlier error */
@@ -694,7 +707,7 @@ yt_bernoulli(yt_tensor *self)
         return yt__fail(YT_ERR_DEVICE, "bernoulli: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, generator);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -702,18 +715,18 @@ yt_bernoulli(yt_tensor *self)
     return yt__scope_track(result);
 }
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * from ops.yaml:840 */
 yt_tensor *
 yt_bernoulli_p(yt_tensor *self)
 {
-    return yt_bernoulli_p_ex(self, 0.5);
+    return yt_bernoulli_p_ex(self, 0.5, NULL);
 }
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * from ops.yaml:840 */
 yt_tensor *
-yt_bernoulli_p_ex(yt_tensor *self, double p)
+yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
 {
     if (self == NULL)
         return yt__null_arg("bernoulli", "self"); /* keeps an earlier error */
@@ -727,7 +740,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p)
         return yt__fail(YT_ERR_DEVICE, "bernoulli: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, p);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, p, generator);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -735,18 +748,18 @@ yt_bernoulli_p_ex(yt_tensor *self, double p)
     return yt__scope_track(result);
 }
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * from ops.yaml:840 */
 yt_status
 yt_bernoulli_p_(yt_tensor *self)
 {
-    return yt_bernoulli_p_ex_(self, 0.5);
+    return yt_bernoulli_p_ex_(self, 0.5, NULL);
 }
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * from ops.yaml:840 */
 yt_status
-yt_bernoulli_p_ex_(yt_tensor *self, double p)
+yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
 {
     if (self == NULL)
         return yt__null_status("bernoulli_", "self"); /* keeps an earlier error */
@@ -765,7 +778,7 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p)
     yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, p);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, p, generator);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -776,18 +789,18 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p)
     return status;
 }
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:851 */
 yt_tensor *
 yt_normal(yt_tensor *self)
 {
-    return yt_normal_ex(self, 0.0, 1.0);
+    return yt_normal_ex(self, 0.0, 1.0, NULL);
 }
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:851 */
 yt_tensor *
-yt_normal_ex(yt_tensor *self, double mean, double std)
+yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
     if (self == NULL)
         return yt__null_arg("normal", "self"); /* keeps an earlier error */
@@ -804,7 +817,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std)
         return yt__fail(YT_ERR_DEVICE, "normal: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mean, std);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mean, std, generator);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -812,18 +825,18 @@ yt_normal_ex(yt_tensor *self, double mean, double std)
     return yt__scope_track(result);
 }
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:851 */
 yt_status
 yt_normal_(yt_tensor *self)
 {
-    return yt_normal_ex_(self, 0.0, 1.0);
+    return yt_normal_ex_(self, 0.0, 1.0, NULL);
 }
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:851 */
 yt_status
-yt_normal_ex_(yt_tensor *self, double mean, double std)
+yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
     if (self == NULL)
         return yt__null_status("normal_", "self"); /* keeps an earlier error */
@@ -845,7 +858,7 @@ yt_normal_ex_(yt_tensor *self, double mean, double std)
     yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mean, std);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mean, std, generator);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -856,18 +869,18 @@ yt_normal_ex_(yt_tensor *self, double mean, double std)
     return status;
 }
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:863 */
 yt_tensor *
 yt_uniform(yt_tensor *self)
 {
-    return yt_uniform_ex(self, 0.0, 1.0);
+    return yt_uniform_ex(self, 0.0, 1.0, NULL);
 }
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:863 */
 yt_tensor *
-yt_uniform_ex(yt_tensor *self, double from, double to)
+yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
 {
     if (self == NULL)
         return yt__null_arg("uniform", "self"); /* keeps an earlier error */
@@ -884,7 +897,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to)
         return yt__fail(YT_ERR_DEVICE, "uniform: not implemented for %s",
                         yt_device_name(result_device));
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, from, to);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, from, to, generator);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
@@ -892,18 +905,18 @@ yt_uniform_ex(yt_tensor *self, double from, double to)
     return yt__scope_track(result);
 }
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:863 */
 yt_status
 yt_uniform_(yt_tensor *self)
 {
-    return yt_uniform_ex_(self, 0.0, 1.0);
+    return yt_uniform_ex_(self, 0.0, 1.0, NULL);
 }
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * from ops.yaml:863 */
 yt_status
-yt_uniform_ex_(yt_tensor *self, double from, double to)
+yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
 {
     if (self == NULL)
         return yt__null_status("uniform_", "self"); /* keeps an earlier error */
@@ -926,7 +939,7 @@ yt_uniform_ex_(yt_tensor *self, double from, double to)
     yt_tensor *target = self->dtype == result_dtype && self->is_contiguous
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, from, to);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, from, to, generator);
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);

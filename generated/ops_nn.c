@@ -11,10 +11,18 @@
 #error "generated/ is stale: run make generate"
 #endif
 
-/* dropout(Tensor input, float p, bool train) -> Tensor
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * from ops.yaml:520 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
+{
+    return yt_dropout_ex(input, p, train, NULL);
+}
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * from ops.yaml:520 */
+yt_tensor *
+yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
     if (input == NULL)
         return yt__null_arg("dropout", "input"); /* keeps an earlier error */
@@ -22,7 +30,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
         return yt__fail(YT_ERR_DTYPE, "dropout: input has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(input->dtype));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_dropout(input, p, train);
+    yt_tensor *result = yt__composite_dropout(input, p, train, generator);
     yt__scope_resume();
     return yt__scope_track(result);
 }

@@ -216,9 +216,10 @@ static const op_info registry[] = {
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
     },
     {
-        .schema = "dropout(Tensor input, float p, bool train) -> Tensor",
+        .schema =
+            "dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor",
         .doc =
-            "Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.",
+            "Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.",
     },
     {
         .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
@@ -334,54 +335,66 @@ static const op_info registry[] = {
         .doc = "The n x m matrix with ones on the main diagonal and zeros elsewhere.",
     },
     {
-        .schema = "rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .schema =
+            "rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "Uniform random numbers in [0, 1) from `generator` (the default one when NULL).",
     },
     {
-        .schema = "randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        .schema =
+            "randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "Standard normal random numbers from `generator` (the default one when NULL).",
     },
     {
-        .schema = "rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        .doc = "rand with the size and device of `self` (and its dtype unless `dtype` is given).",
-    },
-    {
-        .schema = "randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        .doc = "randn with the size and device of `self` (and its dtype unless `dtype` is given).",
+        .schema =
+            "rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from `generator`.",
     },
     {
         .schema =
-            "randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc = "Uniform random integers in [0, high) (i64 unless `dtype` is given).",
+            "randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from `generator`.",
     },
     {
         .schema =
-            "randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc = "Uniform random integers in [low, high) (i64 unless `dtype` is given).",
-    },
-    {
-        .schema = "randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        .doc = "A uniformly random permutation of 0 .. n-1 (i64 unless `dtype` is given).",
-    },
-    {
-        .schema = "bernoulli(Tensor self) -> Tensor",
+            "randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc =
-            "1 with probability self[i] and 0 otherwise, elementwise (self holds probabilities in [0, 1]).",
+            "Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).",
     },
     {
-        .schema = "bernoulli.p(Tensor self, float p=0.5) -> Tensor",
+        .schema =
+            "randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc =
-            "A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place form fills `self`).",
+            "Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).",
     },
     {
-        .schema = "normal(Tensor self, float mean=0, float std=1) -> Tensor",
+        .schema =
+            "randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc =
-            "A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`; yt_normal_ fills `self` in place.",
+            "A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).",
     },
     {
-        .schema = "uniform(Tensor self, float from=0, float to=1) -> Tensor",
+        .schema = "bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
         .doc =
-            "A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.",
+            "1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds probabilities in [0, 1]).",
+    },
+    {
+        .schema = "bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor",
+        .doc =
+            "A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator` (the in-place form fills `self`).",
+    },
+    {
+        .schema =
+            "normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor",
+        .doc =
+            "A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard deviation `std`; yt_normal_ fills `self` in place.",
+    },
+    {
+        .schema =
+            "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
+        .doc =
+            "A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills `self` in place.",
     },
     {
         .schema = "sum_to(Tensor self, int[] size) -> Tensor",

@@ -3649,42 +3649,42 @@ static yt_tensor *
 call_dropout_396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout(inputs[0], 0.5, true);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout(inputs[0], 0.25, true);
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout(inputs[0], 0.5, false);
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
 call_dropout_399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout(inputs[0], 0.5, true);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
 call_dropout_400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout(inputs[0], 1.0, true);
+    return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
 error_dropout_401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_dropout(inputs[0], 0.5, true);
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
@@ -3965,7 +3965,7 @@ static yt_tensor *
 call_full_like_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_full_like_ex(inputs[0], yt_int(-1), YT_DTYPE_NONE);
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -4045,7 +4045,7 @@ call_rand_449(yt_tensor *const *inputs, void *ctx)
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
-    return yt_rand_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_rand_ex(size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
@@ -4054,7 +4054,7 @@ error_rand_450(yt_tensor *const *inputs, void *ctx)
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
-    return yt_rand_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
+    return yt_rand_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
@@ -4063,7 +4063,7 @@ call_randn_451(yt_tensor *const *inputs, void *ctx)
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
-    return yt_randn_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randn_ex(size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
@@ -4072,35 +4072,35 @@ error_randn_452(yt_tensor *const *inputs, void *ctx)
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
-    return yt_randn_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
+    return yt_randn_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
 call_rand_like_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rand_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_rand_like_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_rand_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_randn_like_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_randn_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_randn_like_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_randn_like_ex(inputs[0], YT_DTYPE_NONE);
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
@@ -4109,7 +4109,7 @@ call_randint_457(yt_tensor *const *inputs, void *ctx)
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {3, 4};
-    return yt_randint_ex(10, size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randint_ex(10, size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
@@ -4118,7 +4118,7 @@ call_randint_458(yt_tensor *const *inputs, void *ctx)
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {0};
-    return yt_randint_ex(10, size, 1, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randint_ex(10, size, 1, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
@@ -4127,7 +4127,7 @@ call_randint_low_459(yt_tensor *const *inputs, void *ctx)
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {3, 4};
-    return yt_randint_low_ex(-5, 5, size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randint_low_ex(-5, 5, size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
@@ -4135,7 +4135,7 @@ call_randperm_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    return yt_randperm_ex(10, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randperm_ex(10, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
@@ -4143,14 +4143,14 @@ call_randperm_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
-    return yt_randperm_ex(0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randperm_ex(0, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
 call_bernoulli_p_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bernoulli_p_ex(inputs[0], 0.25);
+    return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
@@ -4158,7 +4158,7 @@ inplace_bernoulli_p_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.25) != YT_OK) {
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.25, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4169,7 +4169,7 @@ static yt_tensor *
 call_bernoulli_p_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bernoulli_p_ex(inputs[0], 0.75);
+    return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
@@ -4177,7 +4177,7 @@ inplace_bernoulli_p_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.75) != YT_OK) {
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.75, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4188,7 +4188,7 @@ static yt_tensor *
 call_bernoulli_p_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_bernoulli_p_ex(inputs[0], 0.5);
+    return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
@@ -4196,7 +4196,7 @@ inplace_bernoulli_p_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.5) != YT_OK) {
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.5, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4207,7 +4207,7 @@ static yt_tensor *
 call_normal_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_normal_ex(inputs[0], 1.0, 2.0);
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
@@ -4215,7 +4215,7 @@ inplace_normal_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_normal_ex_(copy, 1.0, 2.0) != YT_OK) {
+    if (copy != NULL && yt_normal_ex_(copy, 1.0, 2.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4226,7 +4226,7 @@ static yt_tensor *
 call_normal_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_normal_ex(inputs[0], 0.0, 1.0);
+    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
@@ -4234,7 +4234,7 @@ inplace_normal_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0) != YT_OK) {
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4245,7 +4245,7 @@ static yt_tensor *
 call_normal_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_normal_ex(inputs[0], 0.0, 1.0);
+    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
@@ -4253,7 +4253,7 @@ inplace_normal_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0) != YT_OK) {
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4264,14 +4264,14 @@ static yt_tensor *
 error_normal_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_normal_ex(inputs[0], 1.0, 2.0);
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
 call_uniform_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_uniform_ex(inputs[0], -1.0, 3.0);
+    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
@@ -4279,7 +4279,7 @@ inplace_uniform_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_uniform_ex_(copy, -1.0, 3.0) != YT_OK) {
+    if (copy != NULL && yt_uniform_ex_(copy, -1.0, 3.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4290,7 +4290,7 @@ static yt_tensor *
 call_uniform_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_uniform_ex(inputs[0], 0.0, 1.0);
+    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
@@ -4298,7 +4298,7 @@ inplace_uniform_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0) != YT_OK) {
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4309,7 +4309,7 @@ static yt_tensor *
 call_uniform_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_uniform_ex(inputs[0], 0.0, 1.0);
+    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
@@ -4317,7 +4317,7 @@ inplace_uniform_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0) != YT_OK) {
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -4328,7 +4328,7 @@ static yt_tensor *
 error_uniform_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_uniform_ex(inputs[0], -1.0, 3.0);
+    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *

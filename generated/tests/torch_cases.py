@@ -928,35 +928,40 @@ def case_161(input):
     """dropout (ops.yaml:526 sample 0)"""
     p = 0.5
     train = True
-    return torch.ops.aten.dropout(input, p, train)
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
 def case_162(input):
     """dropout (ops.yaml:526 sample 1)"""
     p = 0.25
     train = True
-    return torch.ops.aten.dropout(input, p, train)
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
 def case_163(input):
     """dropout (ops.yaml:526 sample 2)"""
     p = 0.5
     train = False
-    return torch.ops.aten.dropout(input, p, train)
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
 def case_164(input):
     """dropout (ops.yaml:526 sample 3)"""
     p = 0.5
     train = True
-    return torch.ops.aten.dropout(input, p, train)
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
 def case_165(input):
     """dropout (ops.yaml:526 sample 4)"""
     p = 1.0
     train = True
-    return torch.ops.aten.dropout(input, p, train)
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
 def case_166(self, target):
@@ -1179,7 +1184,7 @@ def case_197(self):
 
 def case_198(self):
     """full_like (ops.yaml:712 sample 1)"""
-    fill_value = -1
+    fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
@@ -1268,59 +1273,67 @@ def case_207():
 def case_208():
     """rand (ops.yaml:759 sample 0)"""
     size = [2, 3]
+    generator = None
     dtype = None
     device = None
-    return torch.ops.aten.rand(size, dtype=dtype, device=device)
+    return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
 def case_209():
     """randn (ops.yaml:770 sample 0)"""
     size = [2, 3]
+    generator = None
     dtype = None
     device = None
-    return torch.ops.aten.randn(size, dtype=dtype, device=device)
+    return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
 def case_210(self):
     """rand_like (ops.yaml:787 sample 0)"""
+    generator = None
     dtype = None
-    return torch.ops.aten.rand_like(self, dtype=dtype)
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_211(self):
     """rand_like (ops.yaml:787 sample 1)"""
+    generator = None
     dtype = None
-    return torch.ops.aten.rand_like(self, dtype=dtype)
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_212(self):
     """randn_like (ops.yaml:797 sample 0)"""
+    generator = None
     dtype = None
-    return torch.ops.aten.randn_like(self, dtype=dtype)
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_213(self):
     """randn_like (ops.yaml:797 sample 1)"""
+    generator = None
     dtype = None
-    return torch.ops.aten.randn_like(self, dtype=dtype)
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_214():
     """randint (ops.yaml:808 sample 0)"""
     high = 10
     size = [3, 4]
+    generator = None
     dtype = None
     device = None
-    return torch.ops.aten.randint(high, size, dtype=dtype, device=device)
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
 def case_215():
     """randint (ops.yaml:808 sample 1)"""
     high = 10
     size = [0]
+    generator = None
     dtype = None
     device = None
-    return torch.ops.aten.randint(high, size, dtype=dtype, device=device)
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
 def case_216():
@@ -1328,49 +1341,56 @@ def case_216():
     low = -5
     high = 5
     size = [3, 4]
+    generator = None
     dtype = None
     device = None
-    return torch.ops.aten.randint(low, high, size, dtype=dtype, device=device)
+    return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
 def case_217():
     """randperm (ops.yaml:829 sample 0)"""
     n = 10
+    generator = None
     dtype = None
     device = None
-    return torch.ops.aten.randperm(n, dtype=dtype, device=device)
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
 def case_218():
     """randperm (ops.yaml:829 sample 1)"""
     n = 0
+    generator = None
     dtype = None
     device = None
-    return torch.ops.aten.randperm(n, dtype=dtype, device=device)
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
 def case_219(self):
     """bernoulli.p (ops.yaml:846 sample 0)"""
     p = 0.25
-    return torch.ops.aten.bernoulli(self, p)
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_220(self):
     """bernoulli.p (ops.yaml:846 sample 1)"""
     p = 0.75
-    return torch.ops.aten.bernoulli(self, p)
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_221(self):
     """bernoulli.p (ops.yaml:846 sample 2)"""
     p = 0.5
-    return torch.ops.aten.bernoulli(self, p)
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_222(self):
     """normal (ops.yaml:857 sample 0)"""
     mean = 1.0
     std = 2.0
+    generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
@@ -1378,6 +1398,7 @@ def case_223(self):
     """normal (ops.yaml:857 sample 1)"""
     mean = 0.0
     std = 1.0
+    generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
@@ -1385,6 +1406,7 @@ def case_224(self):
     """normal (ops.yaml:857 sample 2)"""
     mean = 0.0
     std = 1.0
+    generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
@@ -1392,21 +1414,24 @@ def case_225(self):
     """uniform (ops.yaml:869 sample 0)"""
     from_ = -1.0
     to = 3.0
-    return torch.ops.aten.uniform(self, from_, to)
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
 def case_226(self):
     """uniform (ops.yaml:869 sample 1)"""
     from_ = 0.0
     to = 1.0
-    return torch.ops.aten.uniform(self, from_, to)
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
 def case_227(self):
     """uniform (ops.yaml:869 sample 2)"""
     from_ = 0.0
     to = 1.0
-    return torch.ops.aten.uniform(self, from_, to)
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
 def case_228(self):
@@ -1907,19 +1932,19 @@ CASES = [
          random=False),
     dict(op="dropout", where="ops.yaml:526 sample 0", fn=case_161, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="dropout", where="ops.yaml:526 sample 1", fn=case_162, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="dropout", where="ops.yaml:526 sample 2", fn=case_163, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="dropout", where="ops.yaml:526 sample 3", fn=case_164, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="dropout", where="ops.yaml:526 sample 4", fn=case_165, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="mse_loss", where="ops.yaml:539 sample 0", fn=case_166, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
@@ -2048,64 +2073,64 @@ CASES = [
          random=False),
     dict(op="rand", where="ops.yaml:759 sample 0", fn=case_208, tensors=[],
          free=[], dtypes=[],
-         random=False),
+         random=True),
     dict(op="randn", where="ops.yaml:770 sample 0", fn=case_209, tensors=[],
          free=[], dtypes=[],
-         random=False),
+         random=True),
     dict(op="rand_like", where="ops.yaml:787 sample 0", fn=case_210, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="rand_like", where="ops.yaml:787 sample 1", fn=case_211, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="randn_like", where="ops.yaml:797 sample 0", fn=case_212, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="randn_like", where="ops.yaml:797 sample 1", fn=case_213, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="randint", where="ops.yaml:808 sample 0", fn=case_214, tensors=[],
          free=[], dtypes=[],
-         random=False),
+         random=True),
     dict(op="randint", where="ops.yaml:808 sample 1", fn=case_215, tensors=[],
          free=[], dtypes=[],
-         random=False),
+         random=True),
     dict(op="randint.low", where="ops.yaml:819 sample 0", fn=case_216, tensors=[],
          free=[], dtypes=[],
-         random=False),
+         random=True),
     dict(op="randperm", where="ops.yaml:829 sample 0", fn=case_217, tensors=[],
          free=[], dtypes=[],
-         random=False),
+         random=True),
     dict(op="randperm", where="ops.yaml:829 sample 1", fn=case_218, tensors=[],
          free=[], dtypes=[],
-         random=False),
+         random=True),
     dict(op="bernoulli.p", where="ops.yaml:846 sample 0", fn=case_219, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="bernoulli.p", where="ops.yaml:846 sample 1", fn=case_220, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="bernoulli.p", where="ops.yaml:846 sample 2", fn=case_221, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="normal", where="ops.yaml:857 sample 0", fn=case_222, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="normal", where="ops.yaml:857 sample 1", fn=case_223, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="normal", where="ops.yaml:857 sample 2", fn=case_224, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="uniform", where="ops.yaml:869 sample 0", fn=case_225, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="uniform", where="ops.yaml:869 sample 1", fn=case_226, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="uniform", where="ops.yaml:869 sample 2", fn=case_227, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
+         random=True),
     dict(op="sum_to", where="ops.yaml:882 sample 0", fn=case_228, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),

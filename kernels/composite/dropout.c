@@ -4,7 +4,7 @@
 #include "kernels.h"
 
 yt_tensor *
-yt__composite_dropout(yt_tensor *input, double p, bool train)
+yt__composite_dropout(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
     if (!(p >= 0.0 && p <= 1.0))
         return yt__fail(YT_ERR_VALUE,
@@ -13,7 +13,7 @@ yt__composite_dropout(yt_tensor *input, double p, bool train)
         return yt_retain(input); /* the identity, as PyTorch returns input itself */
     if (p == 1.0)
         return yt_mul_scalar(input, yt_float(0.0)); /* everything dropped; no 1 / 0 scale */
-    yt_tensor *mask = yt_bernoulli_p_ex(input, 1.0 - p);
+    yt_tensor *mask = yt_bernoulli_p_ex(input, 1.0 - p, generator);
     if (mask != NULL && yt_mul_scalar_(mask, yt_float(1.0 / (1.0 - p))) != YT_OK) {
         yt_release(mask);
         return NULL;

@@ -28,13 +28,13 @@ yt__composite_full_like(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 }
 
 yt_tensor *
-yt__composite_rand_like(yt_tensor *self, yt_dtype dtype)
+yt__composite_rand_like(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
-    return yt_rand_ex(self->sizes, self->dim, like_dtype(self, dtype), self->device);
+    return yt_rand_ex(self->sizes, self->dim, generator, like_dtype(self, dtype), self->device);
 }
 
 yt_tensor *
-yt__composite_randn_like(yt_tensor *self, yt_dtype dtype)
+yt__composite_randn_like(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
-    return yt_randn_ex(self->sizes, self->dim, like_dtype(self, dtype), self->device);
+    return yt_randn_ex(self->sizes, self->dim, generator, like_dtype(self, dtype), self->device);
 }

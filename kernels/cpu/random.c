@@ -212,54 +212,55 @@ fill_randint(yt_tensor *result, int64_t low, int64_t high, yt_generator *gen, co
 }
 
 yt_status
-yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
+yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len, yt_generator *generator,
+             yt_dtype dtype, yt_device device)
 {
     (void)size, (void)size_len, (void)dtype, (void)device; /* result has them */
-    return fill_uniform(result, 0.0, 1.0, NULL, "rand");
+    return fill_uniform(result, 0.0, 1.0, generator, "rand");
 }
 
 yt_status
-yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len, yt_dtype dtype,
-              yt_device device)
+yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len, yt_generator *generator,
+              yt_dtype dtype, yt_device device)
 {
     (void)size, (void)size_len, (void)dtype, (void)device;
-    return fill_normal(result, 0.0, 1.0, NULL, "randn");
+    return fill_normal(result, 0.0, 1.0, generator, "randn");
 }
 
 yt_status
-yt__cpu_randint(yt_tensor *result, int64_t high, const int64_t *size, int size_len, yt_dtype dtype,
-                yt_device device)
+yt__cpu_randint(yt_tensor *result, int64_t high, const int64_t *size, int size_len,
+                yt_generator *generator, yt_dtype dtype, yt_device device)
 {
     (void)size, (void)size_len, (void)dtype, (void)device;
-    return fill_randint(result, 0, high, NULL, "randint");
+    return fill_randint(result, 0, high, generator, "randint");
 }
 
 yt_status
 yt__cpu_randint_low(yt_tensor *result, int64_t low, int64_t high, const int64_t *size, int size_len,
-                    yt_dtype dtype, yt_device device)
+                    yt_generator *generator, yt_dtype dtype, yt_device device)
 {
     (void)size, (void)size_len, (void)dtype, (void)device;
-    return fill_randint(result, low, high, NULL, "randint");
+    return fill_randint(result, low, high, generator, "randint");
 }
 
 yt_status
-yt__cpu_uniform(yt_tensor *result, yt_tensor *self, double from, double to)
+yt__cpu_uniform(yt_tensor *result, yt_tensor *self, double from, double to, yt_generator *generator)
 {
     (void)self; /* only its shape and dtype, which result has */
     if (!(from <= to) || !isfinite(to - from))
         return yt__fail_status(YT_ERR_VALUE,
                                "uniform: expected a finite range from <= to, but got from=%g to=%g",
                                from, to);
-    return fill_uniform(result, from, to, NULL, "uniform");
+    return fill_uniform(result, from, to, generator, "uniform");
 }
 
 yt_status
-yt__cpu_normal(yt_tensor *result, yt_tensor *self, double mean, double std)
+yt__cpu_normal(yt_tensor *result, yt_tensor *self, double mean, double std, yt_generator *generator)
 {
     (void)self;
     if (!(std >= 0.0))
         return yt__fail_status(YT_ERR_VALUE, "normal: expected std >= 0, but got std=%g", std);
-    return fill_normal(result, mean, std, NULL, "normal");
+    return fill_normal(result, mean, std, generator, "normal");
 }
 
 /* ---------------------------------------------------------------- bernoulli */
@@ -290,7 +291,7 @@ fill_bernoulli(yt_tensor *result, const double *p, double p_all, yt_generator *g
 }
 
 yt_status
-yt__cpu_bernoulli(yt_tensor *result, yt_tensor *self)
+yt__cpu_bernoulli(yt_tensor *result, yt_tensor *self, yt_generator *generator)
 {
     yt_tensor *p = yt__cast_copy(self, YT_DTYPE_F64); /* contiguous f64 probabilities */
     if (p == NULL)
@@ -306,18 +307,18 @@ yt__cpu_bernoulli(yt_tensor *result, yt_tensor *self)
                                    (long long)i, bad);
         }
     }
-    yt_status st = fill_bernoulli(result, pv, 0.0, NULL);
+    yt_status st = fill_bernoulli(result, pv, 0.0, generator);
     yt_release(p);
     return st;
 }
 
 yt_status
-yt__cpu_bernoulli_p(yt_tensor *result, yt_tensor *self, double p)
+yt__cpu_bernoulli_p(yt_tensor *result, yt_tensor *self, double p, yt_generator *generator)
 {
     (void)self;
     if (!(p >= 0.0 && p <= 1.0))
         return yt__fail_status(YT_ERR_VALUE, "bernoulli: expected 0 <= p <= 1, but got p=%g", p);
-    return fill_bernoulli(result, NULL, p, NULL);
+    return fill_bernoulli(result, NULL, p, generator);
 }
 
 /* ---------------------------------------------------------------- randperm */
@@ -340,7 +341,8 @@ compare_keyed(const void *a, const void *b)
  * fall back to index order) whose values depend only on (seed, offset, i): no sequential
  * Fisher-Yates state. */
 yt_status
-yt__cpu_randperm(yt_tensor *result, int64_t n, yt_dtype dtype, yt_device device)
+yt__cpu_randperm(yt_tensor *result, int64_t n, yt_generator *generator, yt_dtype dtype,
+                 yt_device device)
 {
     (void)dtype, (void)device;
     yt_dtype out = result->dtype;
@@ -356,7 +358,7 @@ yt__cpu_randperm(yt_tensor *result, int64_t n, yt_dtype dtype, yt_device device)
     if (k == NULL)
         return yt__fail_status(YT_ERR_NOMEM, "randperm: out of memory for n=%lld", (long long)n);
     int64_t n_blocks = (n + 1) / 2;
-    yt__philox_stream s = yt__generator_stream(NULL, (uint64_t)n_blocks);
+    yt__philox_stream s = yt__generator_stream(generator, (uint64_t)n_blocks);
 #pragma omp parallel for schedule(static) if (n >= YT_PARALLEL_GRAIN)
     for (int64_t b = 0; b < n_blocks; b++) {
         uint32_t w[4];

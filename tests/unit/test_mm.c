@@ -16,7 +16,7 @@ static yt_tensor *
 random_matrix(int64_t rows, int64_t cols, yt_dtype dtype, bool transposed)
 {
     const int64_t sizes[2] = {transposed ? cols : rows, transposed ? rows : cols};
-    yt_tensor *u = yt_rand_ex(sizes, 2, dtype, YT_DEVICE_CPU);
+    yt_tensor *u = yt_rand_ex(sizes, 2, NULL, dtype, YT_DEVICE_CPU);
     yt_tensor *c = yt_mul_scalar(u, yt_int(2));
     yt_tensor *m = yt_sub_scalar(c, yt_int(1));
     cr_assert_not_null(m, "%s", yt_errmsg());

@@ -919,12 +919,20 @@ YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
 /* ---- dropout (ops.yaml:520) */
 
-/* dropout(Tensor input, float p, bool train) -> Tensor
- * Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) when `train`; the
- * identity otherwise.
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Uses the defaults generator=None; yt_dropout_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
 /* ---- mse_loss (ops.yaml:533) */
 
@@ -1280,216 +1288,236 @@ YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device de
 
 /* ---- rand (ops.yaml:759) */
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
- * Uses the defaults dtype=None, device=None; yt_rand_ex() takes every argument.
+ * Uses the defaults generator=None, dtype=None, device=None; yt_rand_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
+                             yt_dtype dtype, yt_device device);
 
 /* ---- randn (ops.yaml:770) */
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
- * Uses the defaults dtype=None, device=None; yt_randn_ex() takes every argument.
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randn_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
+                              yt_dtype dtype, yt_device device);
 
 /* ---- rand_like (ops.yaml:781) */
 
-/* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * rand with the size and device of `self` (and its dtype unless `dtype` is given).
- * Uses the defaults dtype=None; yt_rand_like_ex() takes every argument.
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_rand_like_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like(yt_tensor *self);
 
-/* rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * rand with the size and device of `self` (and its dtype unless `dtype` is given).
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_dtype dtype);
+YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
 /* ---- randn_like (ops.yaml:791) */
 
-/* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * randn with the size and device of `self` (and its dtype unless `dtype` is given).
- * Uses the defaults dtype=None; yt_randn_like_ex() takes every argument.
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_randn_like_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like(yt_tensor *self);
 
-/* randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * randn with the size and device of `self` (and its dtype unless `dtype` is given).
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_dtype dtype);
+YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
 /* ---- randint (ops.yaml:801) */
 
-/* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random integers in [0, high) (i64 unless `dtype` is given).
- * Uses the defaults dtype=None, device=None; yt_randint_ex() takes every argument.
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 
-/* randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random integers in [0, high) (i64 unless `dtype` is given).
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_dtype dtype,
-                                yt_device device);
+YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
+                                yt_generator *generator, yt_dtype dtype, yt_device device);
 
 /* ---- randint.low (ops.yaml:812) */
 
-/* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random integers in [low, high) (i64 unless `dtype` is given).
- * Uses the defaults dtype=None, device=None; yt_randint_low_ex() takes every argument.
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_low_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len);
 
-/* randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random integers in [low, high) (i64 unless `dtype` is given).
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
-                                    yt_dtype dtype, yt_device device);
+                                    yt_generator *generator, yt_dtype dtype, yt_device device);
 
 /* ---- randperm (ops.yaml:822) */
 
-/* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A uniformly random permutation of 0 .. n-1 (i64 unless `dtype` is given).
- * Uses the defaults dtype=None, device=None; yt_randperm_ex() takes every argument.
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randperm_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randperm(int64_t n);
 
-/* randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A uniformly random permutation of 0 .. n-1 (i64 unless `dtype` is given).
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
+                                 yt_device device);
 
 /* ---- bernoulli (ops.yaml:833) */
 
-/* bernoulli(Tensor self) -> Tensor
- * 1 with probability self[i] and 0 otherwise, elementwise (self holds probabilities in [0, 1]).
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Uses the defaults generator=None; yt_bernoulli_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
 
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
+
 /* ---- bernoulli.p (ops.yaml:840) */
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
- * form fills `self`).
- * Uses the defaults p=0.5; yt_bernoulli_p_ex() takes every argument.
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_p(yt_tensor *self);
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
- * form fills `self`).
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_bernoulli_p_ex(yt_tensor *self, double p);
+YT_API yt_tensor *yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator);
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
- * form fills `self`).
- * Uses the defaults p=0.5; yt_bernoulli_p_ex_() takes every argument.
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex_() takes every argument.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
 
-/* bernoulli.p(Tensor self, float p=0.5) -> Tensor
- * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise (the in-place
- * form fills `self`).
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p);
+YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
 /* ---- normal (ops.yaml:851) */
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
- * yt_normal_ fills `self` in place.
- * Uses the defaults mean=0.0, std=1.0; yt_normal_ex() takes every argument.
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_normal(yt_tensor *self);
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
- * yt_normal_ fills `self` in place.
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_normal_ex(yt_tensor *self, double mean, double std);
+YT_API yt_tensor *yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
- * yt_normal_ fills `self` in place.
- * Uses the defaults mean=0.0, std=1.0; yt_normal_ex_() takes every argument.
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex_() takes every argument.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_(yt_tensor *self);
 
-/* normal(Tensor self, float mean=0, float std=1) -> Tensor
- * A tensor like `self` of normal random numbers with mean `mean` and standard deviation `std`;
- * yt_normal_ fills `self` in place.
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std);
+YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
 /* ---- uniform (ops.yaml:863) */
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
- * Uses the defaults from=0.0, to=1.0; yt_uniform_ex() takes every argument.
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_uniform(yt_tensor *self);
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_uniform_ex(yt_tensor *self, double from, double to);
+YT_API yt_tensor *yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
- * Uses the defaults from=0.0, to=1.0; yt_uniform_ex_() takes every argument.
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex_() takes every argument.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_(yt_tensor *self);
 
-/* uniform(Tensor self, float from=0, float to=1) -> Tensor
- * A tensor like `self` of uniform random numbers in [from, to); yt_uniform_ fills `self` in place.
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
-YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to);
+YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
 /* ---- sum_to (ops.yaml:876) */
 
