@@ -173,13 +173,14 @@ extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 
 typedef yt_status (*yt__cross_entropy_index_kernel_fn)(yt_tensor *result, yt_tensor *self,
-                                                       yt_tensor *target, int64_t reduction,
-                                                       int64_t ignore_index,
+                                                       yt_tensor *target, yt_tensor *weight,
+                                                       const char *reduction, int64_t ignore_index,
                                                        double label_smoothing);
 extern const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self,
-                                                  yt_tensor *target, int64_t reduction,
-                                                  int64_t ignore_index, double label_smoothing);
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
 
 typedef yt_status (*yt__empty_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
@@ -327,26 +328,29 @@ YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
 YT_INTERNAL yt_tensor *yt__composite_dropout(yt_tensor *input, double p, bool train,
                                              yt_generator *generator);
 YT_INTERNAL yt_tensor *yt__composite_mse_loss(yt_tensor *self, yt_tensor *target,
-                                              int64_t reduction);
-YT_INTERNAL yt_tensor *yt__composite_l1_loss(yt_tensor *self, yt_tensor *target, int64_t reduction);
+                                              const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_l1_loss(yt_tensor *self, yt_tensor *target,
+                                             const char *reduction);
 YT_INTERNAL yt_tensor *yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target,
-                                                    int64_t reduction, double beta);
+                                                    const char *reduction, double beta);
 YT_INTERNAL yt_tensor *yt__composite_huber_loss(yt_tensor *self, yt_tensor *target,
-                                                int64_t reduction, double delta);
+                                                const char *reduction, double delta);
 YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target,
-                                                          int64_t reduction);
+                                                          yt_tensor *weight, const char *reduction);
 YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy_with_logits(yt_tensor *self,
                                                                       yt_tensor *target,
-                                                                      int64_t reduction);
-YT_INTERNAL yt_tensor *yt__composite_nll_loss(yt_tensor *self, yt_tensor *target, int64_t reduction,
-                                              int64_t ignore_index);
+                                                                      yt_tensor *weight,
+                                                                      yt_tensor *pos_weight,
+                                                                      const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_nll_loss(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                              const char *reduction, int64_t ignore_index);
 YT_INTERNAL yt_tensor *yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target,
-                                                        int64_t reduction, int64_t ignore_index,
+                                                        yt_tensor *weight, const char *reduction,
+                                                        int64_t ignore_index,
                                                         double label_smoothing);
-YT_INTERNAL yt_tensor *
-yt__composite_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self,
-                                           yt_tensor *target, int64_t reduction,
-                                           int64_t ignore_index, double label_smoothing);
+YT_INTERNAL yt_tensor *yt__composite_cross_entropy_index_backward(
+    yt_tensor *grad_output, yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+    const char *reduction, int64_t ignore_index, double label_smoothing);
 YT_INTERNAL yt_tensor *yt__composite_empty_like(yt_tensor *self, yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_ones_like(yt_tensor *self, yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_full_like(yt_tensor *self, yt_scalar fill_value,

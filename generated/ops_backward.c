@@ -11,11 +11,12 @@
 #error "generated/ is stale: run make generate"
 #endif
 
-/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:627 */
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
+ * from ops.yaml:693 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
-                                int64_t reduction, int64_t ignore_index, double label_smoothing)
+                                yt_tensor *weight, const char *reduction, int64_t ignore_index,
+                                double label_smoothing)
 {
     if (grad_output == NULL)
         return yt__null_arg("cross_entropy_index_backward",
@@ -24,6 +25,21 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
         return yt__null_arg("cross_entropy_index_backward", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("cross_entropy_index_backward", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index_backward: reduction is NULL (expected one of 'none', 'mean', 'sum')");
+    if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index_backward: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+            reduction);
     if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(
             YT_ERR_DTYPE,
@@ -39,6 +55,11 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
             YT_ERR_DTYPE,
             "cross_entropy_index_backward: target has dtype %s, expected u8, i8, i16, i32, i64",
             yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
     if (self->device != grad_output->device)
         return yt__fail(YT_ERR_DEVICE,
                         "cross_entropy_index_backward: self is on %s but grad_output is on %s",
@@ -47,15 +68,23 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
         return yt__fail(YT_ERR_DEVICE,
                         "cross_entropy_index_backward: target is on %s but grad_output is on %s",
                         yt_device_name(target->device), yt_device_name(grad_output->device));
+    if (weight != NULL && weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight != NULL && weight->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "cross_entropy_index_backward: weight has dtype %s but self has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_cross_entropy_index_backward(
-        grad_output, self, target, reduction, ignore_index, label_smoothing);
+        grad_output, self, target, weight, reduction, ignore_index, label_smoothing);
     yt__scope_resume();
     return yt__scope_track(result);
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:876 */
+ * from ops.yaml:944 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -75,7 +104,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:887 */
+ * from ops.yaml:955 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -97,7 +126,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:894 */
+ * from ops.yaml:962 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -123,7 +152,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:901 */
+ * from ops.yaml:969 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -163,7 +192,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:908 */
+ * from ops.yaml:976 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -180,7 +209,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:915 */
+ * from ops.yaml:983 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -209,7 +238,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:922 */
+ * from ops.yaml:990 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -244,7 +273,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:929 */
+ * from ops.yaml:997 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -289,7 +318,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:936; backward from derivatives.yaml:150 */
+ * from ops.yaml:1004; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -331,7 +360,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:944; backward from derivatives.yaml:153 */
+ * from ops.yaml:1012; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

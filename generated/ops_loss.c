@@ -11,23 +11,35 @@
 #error "generated/ is stale: run make generate"
 #endif
 
-/* mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * from ops.yaml:533 */
 yt_tensor *
 yt_mse_loss(yt_tensor *self, yt_tensor *target)
 {
-    return yt_mse_loss_ex(self, target, 1);
+    return yt_mse_loss_ex(self, target, NULL);
 }
 
-/* mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * from ops.yaml:533 */
 yt_tensor *
-yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction)
+yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
     if (self == NULL)
         return yt__null_arg("mse_loss", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("mse_loss", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "mse_loss: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+                        reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE, "mse_loss: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
@@ -43,23 +55,35 @@ yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction)
     return yt__scope_track(result);
 }
 
-/* l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
- * from ops.yaml:546 */
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * from ops.yaml:548 */
 yt_tensor *
 yt_l1_loss(yt_tensor *self, yt_tensor *target)
 {
-    return yt_l1_loss_ex(self, target, 1);
+    return yt_l1_loss_ex(self, target, NULL);
 }
 
-/* l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
- * from ops.yaml:546 */
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * from ops.yaml:548 */
 yt_tensor *
-yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction)
+yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
     if (self == NULL)
         return yt__null_arg("l1_loss", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("l1_loss", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "l1_loss: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+                        reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE, "l1_loss: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
@@ -75,23 +99,35 @@ yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction)
     return yt__scope_track(result);
 }
 
-/* smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor
- * from ops.yaml:558 */
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * from ops.yaml:563 */
 yt_tensor *
 yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 {
-    return yt_smooth_l1_loss_ex(self, target, 1, 1.0);
+    return yt_smooth_l1_loss_ex(self, target, NULL, 1.0);
 }
 
-/* smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor
- * from ops.yaml:558 */
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * from ops.yaml:563 */
 yt_tensor *
-yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction, double beta)
+yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double beta)
 {
     if (self == NULL)
         return yt__null_arg("smooth_l1_loss", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("smooth_l1_loss", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "smooth_l1_loss: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+                        reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE,
                         "smooth_l1_loss: self has dtype %s, expected f16, bf16, f32, f64",
@@ -109,23 +145,35 @@ yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction, doub
     return yt__scope_track(result);
 }
 
-/* huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor
- * from ops.yaml:570 */
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * from ops.yaml:579 */
 yt_tensor *
 yt_huber_loss(yt_tensor *self, yt_tensor *target)
 {
-    return yt_huber_loss_ex(self, target, 1, 1.0);
+    return yt_huber_loss_ex(self, target, NULL, 1.0);
 }
 
-/* huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor
- * from ops.yaml:570 */
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * from ops.yaml:579 */
 yt_tensor *
-yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction, double delta)
+yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double delta)
 {
     if (self == NULL)
         return yt__null_arg("huber_loss", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("huber_loss", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "huber_loss: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+                        reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE, "huber_loss: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
@@ -142,23 +190,37 @@ yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction, double d
     return yt__scope_track(result);
 }
 
-/* binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor
- * from ops.yaml:582 */
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * from ops.yaml:594 */
 yt_tensor *
 yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 {
-    return yt_binary_cross_entropy_ex(self, target, 1);
+    return yt_binary_cross_entropy_ex(self, target, NULL, NULL);
 }
 
-/* binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor
- * from ops.yaml:582 */
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * from ops.yaml:594 */
 yt_tensor *
-yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, int64_t reduction)
+yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                           const char *reduction)
 {
     if (self == NULL)
         return yt__null_arg("binary_cross_entropy", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("binary_cross_entropy", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(
+            YT_ERR_VALUE,
+            "binary_cross_entropy: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+            reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE,
                         "binary_cross_entropy: self has dtype %s, expected f16, bf16, f32, f64",
@@ -167,27 +229,35 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, int64_t reduction
         return yt__fail(YT_ERR_DTYPE,
                         "binary_cross_entropy: target has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "binary_cross_entropy: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
     if (target->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "binary_cross_entropy: target is on %s but self is on %s",
                         yt_device_name(target->device), yt_device_name(self->device));
+    if (weight != NULL && weight->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "binary_cross_entropy: weight is on %s but self is on %s",
+                        yt_device_name(weight->device), yt_device_name(self->device));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_binary_cross_entropy(self, target, reduction);
+    yt_tensor *result = yt__composite_binary_cross_entropy(self, target, weight, reduction);
     yt__scope_resume();
     return yt__scope_track(result);
 }
 
-/* binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor
- * from ops.yaml:590 */
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * from ops.yaml:607 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 {
-    return yt_binary_cross_entropy_with_logits_ex(self, target, 1);
+    return yt_binary_cross_entropy_with_logits_ex(self, target, NULL, NULL, NULL);
 }
 
-/* binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor
- * from ops.yaml:590 */
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * from ops.yaml:607 */
 yt_tensor *
-yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, int64_t reduction)
+yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                       yt_tensor *pos_weight, const char *reduction)
 {
     if (self == NULL)
         return yt__null_arg("binary_cross_entropy_with_logits",
@@ -195,6 +265,19 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, int64
     if (target == NULL)
         return yt__null_arg("binary_cross_entropy_with_logits",
                             "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(
+            YT_ERR_VALUE,
+            "binary_cross_entropy_with_logits: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+            reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(
             YT_ERR_DTYPE,
@@ -205,33 +288,65 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, int64
             YT_ERR_DTYPE,
             "binary_cross_entropy_with_logits: target has dtype %s, expected f16, bf16, f32, f64",
             yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "binary_cross_entropy_with_logits: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (pos_weight != NULL && !(YT_DTYPE_BIT(pos_weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "binary_cross_entropy_with_logits: pos_weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(pos_weight->dtype));
     if (target->device != self->device)
         return yt__fail(YT_ERR_DEVICE,
                         "binary_cross_entropy_with_logits: target is on %s but self is on %s",
                         yt_device_name(target->device), yt_device_name(self->device));
+    if (weight != NULL && weight->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "binary_cross_entropy_with_logits: weight is on %s but self is on %s",
+                        yt_device_name(weight->device), yt_device_name(self->device));
+    if (pos_weight != NULL && pos_weight->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "binary_cross_entropy_with_logits: pos_weight is on %s but self is on %s",
+                        yt_device_name(pos_weight->device), yt_device_name(self->device));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_binary_cross_entropy_with_logits(self, target, reduction);
+    yt_tensor *result =
+        yt__composite_binary_cross_entropy_with_logits(self, target, weight, pos_weight, reduction);
     yt__scope_resume();
     return yt__scope_track(result);
 }
 
-/* nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor
- * from ops.yaml:602 */
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * from ops.yaml:623 */
 yt_tensor *
 yt_nll_loss(yt_tensor *self, yt_tensor *target)
 {
-    return yt_nll_loss_ex(self, target, 1, -100);
+    return yt_nll_loss_ex(self, target, NULL, NULL, -100);
 }
 
-/* nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor
- * from ops.yaml:602 */
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * from ops.yaml:623 */
 yt_tensor *
-yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction, int64_t ignore_index)
+yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
+               int64_t ignore_index)
 {
     if (self == NULL)
         return yt__null_arg("nll_loss", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("nll_loss", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "nll_loss: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+                        reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE, "nll_loss: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
@@ -239,33 +354,59 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction, int64_t ig
         return yt__fail(YT_ERR_DTYPE,
                         "nll_loss: target has dtype %s, expected u8, i8, i16, i32, i64",
                         yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "nll_loss: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
     if (target->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "nll_loss: target is on %s but self is on %s",
                         yt_device_name(target->device), yt_device_name(self->device));
+    if (weight != NULL && weight->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "nll_loss: weight is on %s but self is on %s",
+                        yt_device_name(weight->device), yt_device_name(self->device));
+    if (weight != NULL && weight->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "nll_loss: weight has dtype %s but self has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    if (!(self->dim >= 1))
+        return yt__fail(YT_ERR_SHAPE, "nll_loss: self must be at least 1-D, got %d-D", self->dim);
+    if (!(weight == NULL || (weight->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "nll_loss: weight must be 1-D, got %d-D", weight->dim);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result = yt__composite_nll_loss(self, target, reduction, ignore_index);
+    yt_tensor *result = yt__composite_nll_loss(self, target, weight, reduction, ignore_index);
     yt__scope_resume();
     return yt__scope_track(result);
 }
 
-/* cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:610 */
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * from ops.yaml:646 */
 yt_tensor *
 yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 {
-    return yt_cross_entropy_loss_ex(self, target, 1, -100, 0.0);
+    return yt_cross_entropy_loss_ex(self, target, NULL, NULL, -100, 0.0);
 }
 
-/* cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:610 */
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * from ops.yaml:646 */
 yt_tensor *
-yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
-                         int64_t ignore_index, double label_smoothing)
+yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                         const char *reduction, int64_t ignore_index, double label_smoothing)
 {
     if (self == NULL)
         return yt__null_arg("cross_entropy_loss", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("cross_entropy_loss", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_loss: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+            reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE,
                         "cross_entropy_loss: self has dtype %s, expected f16, bf16, f32, f64",
@@ -275,34 +416,64 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
             YT_ERR_DTYPE,
             "cross_entropy_loss: target has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
             yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "cross_entropy_loss: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
     if (target->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "cross_entropy_loss: target is on %s but self is on %s",
                         yt_device_name(target->device), yt_device_name(self->device));
+    if (weight != NULL && weight->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "cross_entropy_loss: weight is on %s but self is on %s",
+                        yt_device_name(weight->device), yt_device_name(self->device));
+    if (weight != NULL && weight->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "cross_entropy_loss: weight has dtype %s but self has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    if (!(self->dim >= 1))
+        return yt__fail(YT_ERR_SHAPE, "cross_entropy_loss: self must be at least 1-D, got %d-D",
+                        self->dim);
+    if (!(weight == NULL || (weight->dim == 1)))
+        return yt__fail(YT_ERR_SHAPE, "cross_entropy_loss: weight must be 1-D, got %d-D",
+                        weight->dim);
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
-    yt_tensor *result =
-        yt__composite_cross_entropy_loss(self, target, reduction, ignore_index, label_smoothing);
+    yt_tensor *result = yt__composite_cross_entropy_loss(self, target, weight, reduction,
+                                                         ignore_index, label_smoothing);
     yt__scope_resume();
     return yt__scope_track(result);
 }
 
-/* cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:183 */
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * from ops.yaml:675; backward from derivatives.yaml:183 */
 yt_tensor *
 yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 {
-    return yt_cross_entropy_index_ex(self, target, 1, -100, 0.0);
+    return yt_cross_entropy_index_ex(self, target, NULL, NULL, -100, 0.0);
 }
 
-/* cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:618; backward from derivatives.yaml:183 */
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * from ops.yaml:675; backward from derivatives.yaml:183 */
 yt_tensor *
-yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
-                          int64_t ignore_index, double label_smoothing)
+yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                          const char *reduction, int64_t ignore_index, double label_smoothing)
 {
     if (self == NULL)
         return yt__null_arg("cross_entropy_index", "self"); /* keeps an earlier error */
     if (target == NULL)
         return yt__null_arg("cross_entropy_index", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        reduction = "mean";
+    else if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+            reduction);
     if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(YT_ERR_DTYPE,
                         "cross_entropy_index: self has dtype %s, expected f16, bf16, f32, f64",
@@ -311,31 +482,43 @@ yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
         return yt__fail(YT_ERR_DTYPE,
                         "cross_entropy_index: target has dtype %s, expected u8, i8, i16, i32, i64",
                         yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "cross_entropy_index: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
     if (target->device != self->device)
         return yt__fail(YT_ERR_DEVICE, "cross_entropy_index: target is on %s but self is on %s",
                         yt_device_name(target->device), yt_device_name(self->device));
+    if (weight != NULL && weight->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "cross_entropy_index: weight is on %s but self is on %s",
+                        yt_device_name(weight->device), yt_device_name(self->device));
+    if (weight != NULL && weight->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "cross_entropy_index: weight has dtype %s but self has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
     yt_dtype compute_dtype = self->dtype;
     yt_dtype result_dtype = compute_dtype;
     yt_shape result_shape;
-    if (yt__shape_class_loss(&result_shape, "cross_entropy_index", self, target, reduction) !=
-        YT_OK)
+    if (yt__shape_class_loss(&result_shape, "cross_entropy_index", self, target, weight,
+                             reduction) != YT_OK)
         return NULL;
     yt_device result_device = self->device;
     yt__cross_entropy_index_kernel_fn kernel = yt__cross_entropy_index_kernels[result_device];
     if (kernel == NULL)
         return yt__fail(YT_ERR_DEVICE, "cross_entropy_index: not implemented for %s",
                         yt_device_name(result_device));
-    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *const grad_inputs[2] = {self, weight};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
     yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
-    yt_status status = result == NULL
-                           ? yt_errcode()
-                           : kernel(result, self, target, reduction, ignore_index, label_smoothing);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, self, target, weight, reduction,
+                                               ignore_index, label_smoothing);
     if (status != YT_OK) {
         yt_release(result);
         return NULL;
     }
-    if (recording && yt__record_cross_entropy_index(result, self, target, reduction, ignore_index,
-                                                    label_smoothing) != YT_OK) {
+    if (recording && yt__record_cross_entropy_index(result, self, target, weight, reduction,
+                                                    ignore_index, label_smoothing) != YT_OK) {
         yt_release(result);
         return NULL;
     }

@@ -222,57 +222,58 @@ static const op_info registry[] = {
             "Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.",
     },
     {
-        .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
-        .doc = "Squared error (self - target)^2, broadcast, then reduced (0 none, 1 mean, 2 sum).",
+        .schema = "mse_loss(Tensor self, Tensor target, str reduction=\"mean\") -> Tensor",
+        .doc = "Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).",
     },
     {
-        .schema = "l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
-        .doc = "Absolute error |self - target|, broadcast, then reduced (0 none, 1 mean, 2 sum).",
+        .schema = "l1_loss(Tensor self, Tensor target, str reduction=\"mean\") -> Tensor",
+        .doc = "Absolute error |self - target|, broadcast, then reduced (none, mean or sum).",
     },
     {
         .schema =
-            "smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor",
+            "smooth_l1_loss(Tensor self, Tensor target, str reduction=\"mean\", float beta=1.0) -> Tensor",
         .doc =
             "0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is 0), then reduced.",
     },
     {
         .schema =
-            "huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor",
+            "huber_loss(Tensor self, Tensor target, str reduction=\"mean\", float delta=1.0) -> Tensor",
         .doc =
             "0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then reduced.",
     },
     {
-        .schema = "binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor",
+        .schema =
+            "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\") -> Tensor",
         .doc =
-            "-w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log clamped at -100 as in PyTorch, then reduced.",
+            "-w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.",
     },
     {
         .schema =
-            "binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor",
+            "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction=\"mean\") -> Tensor",
         .doc =
-            "Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at +-1e4); pos_weight scales the positive term.",
+            "Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both constants as in PyTorch).",
     },
     {
         .schema =
-            "nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor",
+            "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100) -> Tensor",
         .doc =
-            "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights.",
+            "Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights; `weight` is a constant, as in PyTorch.",
     },
     {
         .schema =
-            "cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+            "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
         .doc =
-            "Cross-entropy of the logits `self` (class dim 1) against class indices (fused log_softmax + nll, stable at +-1e4; ignore_index, weight) or class probabilities (same shape as self), with label smoothing.",
+            "Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in PyTorch) and label smoothing, as PyTorch defines them.",
     },
     {
         .schema =
-            "cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
+            "cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
         .doc =
             "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row).",
     },
     {
         .schema =
-            "cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, int ignore_index, float label_smoothing) -> Tensor",
+            "cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor",
         .doc =
             "Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public ops so that it is differentiable.",
     },

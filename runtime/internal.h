@@ -223,9 +223,10 @@ YT_INTERNAL yt_status yt__shape_vector(yt_shape *out, const char *op, int64_t n)
 /* The n x m shape of eye. Errors: n < 0 or m < 0. */
 YT_INTERNAL yt_status yt__shape_eye(yt_shape *out, const char *op, int64_t n, int64_t m);
 /* Result shape of a class-index loss (kernels/composite/loss_targets.c): target's shape for
- * reduction 0 (none), else 0-D; validates self/target shapes and the reduction. */
+ * reduction "none", else 0-D; validates the self/target/weight (NULL: none) shapes. */
 YT_INTERNAL yt_status yt__shape_class_loss(yt_shape *out, const char *op, yt_tensor *self,
-                                           yt_tensor *target, int64_t reduction);
+                                           yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction);
 
 /* ---------------------------------------------------------------- size helpers
  * (runtime/shape_rules.c) */

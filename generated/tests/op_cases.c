@@ -3691,151 +3691,531 @@ static yt_tensor *
 call_mse_loss_402(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], 1);
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_mse_loss_403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], 0);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
 call_mse_loss_404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], 2);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
 call_mse_loss_405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], 1);
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_406(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_406(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_mse_loss_ex(inputs[0], inputs[1], 1);
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_407(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], 1);
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-call_l1_loss_408(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_408(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], 0);
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_l1_loss_409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], 2);
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_l1_loss_410(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_l1_loss_ex(inputs[0], inputs[1], 1);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_smooth_l1_loss_411(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_411(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 1, 0.5);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_smooth_l1_loss_412(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 0, 1.0);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_smooth_l1_loss_413(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 2, 0.0);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_smooth_l1_loss_414(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], 1, 0.5);
+    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-call_huber_loss_415(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], 1, 0.5);
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_huber_loss_416(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], 0, 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_417(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], 2, 1.0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_418(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_huber_loss_ex(inputs[0], inputs[1], 1, 0.5);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_419(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 1);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_420(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 0);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_421(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 2);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_422(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], 1);
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-call_empty_423(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+}
+
+static yt_tensor *
+call_huber_loss_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+error_huber_loss_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+}
+
+static yt_tensor *
+error_huber_loss_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
+                                                  "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+call_nll_loss_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+call_nll_loss_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+}
+
+static yt_tensor *
+call_nll_loss_446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
+}
+
+static yt_tensor *
+call_nll_loss_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+}
+
+static yt_tensor *
+call_nll_loss_448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+}
+
+static yt_tensor *
+call_nll_loss_449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_452(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+}
+
+static yt_tensor *
+error_nll_loss_453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_456(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_459(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_462(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_464(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_465(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_466(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_467(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_468(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_469(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_470(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_index_471(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_472(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_index_473(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_474(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_index_475(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
+}
+
+static yt_tensor *
+error_cross_entropy_index_476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+}
+
+static yt_tensor *
+call_empty_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3844,7 +4224,7 @@ call_empty_423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_424(yt_tensor *const *inputs, void *ctx)
+call_empty_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3853,7 +4233,7 @@ call_empty_424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_425(yt_tensor *const *inputs, void *ctx)
+call_empty_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3861,7 +4241,7 @@ call_empty_425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_426(yt_tensor *const *inputs, void *ctx)
+call_zeros_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3870,7 +4250,7 @@ call_zeros_426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_427(yt_tensor *const *inputs, void *ctx)
+call_ones_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3879,7 +4259,7 @@ call_ones_427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_428(yt_tensor *const *inputs, void *ctx)
+call_full_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3888,7 +4268,7 @@ call_full_428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_429(yt_tensor *const *inputs, void *ctx)
+call_full_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3897,7 +4277,7 @@ call_full_429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_430(yt_tensor *const *inputs, void *ctx)
+call_full_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3906,77 +4286,77 @@ call_full_430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_431(yt_tensor *const *inputs, void *ctx)
+call_empty_like_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_432(yt_tensor *const *inputs, void *ctx)
+call_empty_like_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_433(yt_tensor *const *inputs, void *ctx)
+call_empty_like_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_434(yt_tensor *const *inputs, void *ctx)
+call_ones_like_488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_435(yt_tensor *const *inputs, void *ctx)
+call_ones_like_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_436(yt_tensor *const *inputs, void *ctx)
+call_ones_like_490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_437(yt_tensor *const *inputs, void *ctx)
+call_ones_like_491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_438(yt_tensor *const *inputs, void *ctx)
+call_full_like_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_439(yt_tensor *const *inputs, void *ctx)
+call_full_like_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_440(yt_tensor *const *inputs, void *ctx)
+call_full_like_494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_441(yt_tensor *const *inputs, void *ctx)
+call_arange_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3984,7 +4364,7 @@ call_arange_441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_442(yt_tensor *const *inputs, void *ctx)
+call_linspace_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3992,7 +4372,7 @@ call_linspace_442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_443(yt_tensor *const *inputs, void *ctx)
+call_linspace_497(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4000,7 +4380,7 @@ call_linspace_443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_444(yt_tensor *const *inputs, void *ctx)
+call_linspace_498(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4008,7 +4388,7 @@ call_linspace_444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_445(yt_tensor *const *inputs, void *ctx)
+call_eye_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4016,7 +4396,7 @@ call_eye_445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_446(yt_tensor *const *inputs, void *ctx)
+call_eye_500(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4024,7 +4404,7 @@ call_eye_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_447(yt_tensor *const *inputs, void *ctx)
+call_eye_m_501(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4032,7 +4412,7 @@ call_eye_m_447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_448(yt_tensor *const *inputs, void *ctx)
+call_eye_m_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4040,7 +4420,7 @@ call_eye_m_448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_449(yt_tensor *const *inputs, void *ctx)
+call_rand_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4049,7 +4429,7 @@ call_rand_449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_450(yt_tensor *const *inputs, void *ctx)
+error_rand_504(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4058,7 +4438,7 @@ error_rand_450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_451(yt_tensor *const *inputs, void *ctx)
+call_randn_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4067,7 +4447,7 @@ call_randn_451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_452(yt_tensor *const *inputs, void *ctx)
+error_randn_506(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4076,35 +4456,35 @@ error_randn_452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_453(yt_tensor *const *inputs, void *ctx)
+call_rand_like_507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_454(yt_tensor *const *inputs, void *ctx)
+call_rand_like_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_455(yt_tensor *const *inputs, void *ctx)
+call_randn_like_509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_456(yt_tensor *const *inputs, void *ctx)
+call_randn_like_510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_457(yt_tensor *const *inputs, void *ctx)
+call_randint_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4113,7 +4493,7 @@ call_randint_457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_458(yt_tensor *const *inputs, void *ctx)
+call_randint_512(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4122,7 +4502,7 @@ call_randint_458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_459(yt_tensor *const *inputs, void *ctx)
+call_randint_low_513(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4131,7 +4511,7 @@ call_randint_low_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_460(yt_tensor *const *inputs, void *ctx)
+call_randperm_514(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4139,7 +4519,7 @@ call_randperm_460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_461(yt_tensor *const *inputs, void *ctx)
+call_randperm_515(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4147,14 +4527,14 @@ call_randperm_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_462(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_463(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4166,14 +4546,14 @@ inplace_bernoulli_p_463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_464(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_465(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4185,14 +4565,14 @@ inplace_bernoulli_p_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_466(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_467(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4204,14 +4584,14 @@ inplace_bernoulli_p_467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_468(yt_tensor *const *inputs, void *ctx)
+call_normal_522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_469(yt_tensor *const *inputs, void *ctx)
+inplace_normal_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4223,14 +4603,14 @@ inplace_normal_469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_470(yt_tensor *const *inputs, void *ctx)
+call_normal_524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_471(yt_tensor *const *inputs, void *ctx)
+inplace_normal_525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4242,14 +4622,14 @@ inplace_normal_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_472(yt_tensor *const *inputs, void *ctx)
+call_normal_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_473(yt_tensor *const *inputs, void *ctx)
+inplace_normal_527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4261,21 +4641,21 @@ inplace_normal_473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_474(yt_tensor *const *inputs, void *ctx)
+error_normal_528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_475(yt_tensor *const *inputs, void *ctx)
+call_uniform_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_476(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4287,14 +4667,14 @@ inplace_uniform_476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_477(yt_tensor *const *inputs, void *ctx)
+call_uniform_531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_478(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4306,14 +4686,14 @@ inplace_uniform_478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_479(yt_tensor *const *inputs, void *ctx)
+call_uniform_533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_480(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -4325,14 +4705,14 @@ inplace_uniform_480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_481(yt_tensor *const *inputs, void *ctx)
+error_uniform_535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_482(yt_tensor *const *inputs, void *ctx)
+call_sum_to_536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4340,7 +4720,7 @@ call_sum_to_482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_483(yt_tensor *const *inputs, void *ctx)
+call_sum_to_537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -4348,7 +4728,7 @@ call_sum_to_483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_484(yt_tensor *const *inputs, void *ctx)
+error_sum_to_538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -6273,7 +6653,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:539 sample 0",
+        .where = "ops.yaml:540 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -6285,7 +6665,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:539 sample 1",
+        .where = "ops.yaml:540 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -6298,7 +6678,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:539 sample 2",
+        .where = "ops.yaml:540 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -6310,10 +6690,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:539 sample 3",
+        .where = "ops.yaml:540 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mse_loss_405,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -6321,36 +6701,23 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "l1_loss",
-        .where = "ops.yaml:552 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_407,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "l1_loss",
-        .where = "ops.yaml:552 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_408,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "l1_loss",
-        .where = "ops.yaml:552 sample 2",
+        .op = "mse_loss",
+        .where = "ops.yaml:540 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_406,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:555 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_l1_loss_409,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -6358,99 +6725,223 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:564 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_411,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:564 sample 1",
+        .op = "l1_loss",
+        .where = "ops.yaml:555 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_412,
+        .call = call_l1_loss_410,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "smooth_l1_loss",
-        .where = "ops.yaml:564 sample 2",
+        .op = "l1_loss",
+        .where = "ops.yaml:555 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_413,
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_411,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:576 sample 0",
+        .op = "l1_loss",
+        .where = "ops.yaml:555 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_415,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_412,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "huber_loss",
-        .where = "ops.yaml:576 sample 1",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_416,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "huber_loss",
-        .where = "ops.yaml:576 sample 2",
+        .op = "l1_loss",
+        .where = "ops.yaml:555 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_417,
+        .call = call_l1_loss_413,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:596 sample 0",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:570 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_419,
+        .call = call_smooth_l1_loss_416,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:596 sample 1",
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:570 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_420,
+        .call = call_smooth_l1_loss_417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:570 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_418,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:570 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_419,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:570 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_420,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:570 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_421,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:586 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:586 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_425,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:586 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_426,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:586 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:586 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:601 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:601 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:601 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6458,11 +6949,392 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:596 sample 2",
+        .where = "ops.yaml:614 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_436,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:614 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:614 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:614 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_439,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:614 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_440,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:614 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_421,
+        .call = call_binary_cross_entropy_with_logits_441,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:637 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_444,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:637 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_445,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:637 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_446,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:637 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_447,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:637 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_448,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:637 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_449,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_454,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_455,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_456,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_457,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_458,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_459,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_460,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_461,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 8",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_462,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_463,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_464,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:660 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_465,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:685 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_470,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:685 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_471,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:685 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_472,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:685 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_473,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:685 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_474,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:711 sample 0",
+        .n_inputs = 0,
+        .call = call_empty_477,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6470,9 +7342,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:643 sample 0",
+        .where = "ops.yaml:711 sample 1",
         .n_inputs = 0,
-        .call = call_empty_423,
+        .call = call_empty_478,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6480,19 +7352,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:643 sample 1",
+        .where = "ops.yaml:711 sample 2",
         .n_inputs = 0,
-        .call = call_empty_424,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "empty",
-        .where = "ops.yaml:643 sample 2",
-        .n_inputs = 0,
-        .call = call_empty_425,
+        .call = call_empty_479,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6500,9 +7362,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:648 sample 0",
+        .where = "ops.yaml:716 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_426,
+        .call = call_zeros_480,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6510,9 +7372,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:656 sample 0",
+        .where = "ops.yaml:724 sample 0",
         .n_inputs = 0,
-        .call = call_ones_427,
+        .call = call_ones_481,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6520,9 +7382,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:671 sample 0",
+        .where = "ops.yaml:739 sample 0",
         .n_inputs = 0,
-        .call = call_full_428,
+        .call = call_full_482,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6530,9 +7392,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:671 sample 1",
+        .where = "ops.yaml:739 sample 1",
         .n_inputs = 0,
-        .call = call_full_429,
+        .call = call_full_483,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6540,9 +7402,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:671 sample 2",
+        .where = "ops.yaml:739 sample 2",
         .n_inputs = 0,
-        .call = call_full_430,
+        .call = call_full_484,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6550,10 +7412,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:682 sample 0",
+        .where = "ops.yaml:750 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_431,
+        .call = call_empty_like_485,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6561,11 +7423,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:682 sample 1",
+        .where = "ops.yaml:750 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_432,
+        .call = call_empty_like_486,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6573,10 +7435,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:682 sample 2",
+        .where = "ops.yaml:750 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_433,
+        .call = call_empty_like_487,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6584,10 +7446,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:700 sample 0",
+        .where = "ops.yaml:768 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_434,
+        .call = call_ones_like_488,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6595,11 +7457,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:700 sample 1",
+        .where = "ops.yaml:768 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_435,
+        .call = call_ones_like_489,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6607,10 +7469,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:700 sample 2",
+        .where = "ops.yaml:768 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_436,
+        .call = call_ones_like_490,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6618,10 +7480,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:700 sample 3",
+        .where = "ops.yaml:768 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_437,
+        .call = call_ones_like_491,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6629,10 +7491,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:712 sample 0",
+        .where = "ops.yaml:780 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_438,
+        .call = call_full_like_492,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6640,11 +7502,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:712 sample 1",
+        .where = "ops.yaml:780 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_439,
+        .call = call_full_like_493,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6652,10 +7514,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:712 sample 2",
+        .where = "ops.yaml:780 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_440,
+        .call = call_full_like_494,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6663,9 +7525,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:717 sample 0",
+        .where = "ops.yaml:785 sample 0",
         .n_inputs = 0,
-        .call = call_arange_441,
+        .call = call_arange_495,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6673,9 +7535,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:732 sample 0",
+        .where = "ops.yaml:800 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_442,
+        .call = call_linspace_496,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6683,9 +7545,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:732 sample 1",
+        .where = "ops.yaml:800 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_443,
+        .call = call_linspace_497,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6693,9 +7555,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:732 sample 2",
+        .where = "ops.yaml:800 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_444,
+        .call = call_linspace_498,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6703,9 +7565,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:744 sample 0",
+        .where = "ops.yaml:812 sample 0",
         .n_inputs = 0,
-        .call = call_eye_445,
+        .call = call_eye_499,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6713,9 +7575,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:744 sample 1",
+        .where = "ops.yaml:812 sample 1",
         .n_inputs = 0,
-        .call = call_eye_446,
+        .call = call_eye_500,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6723,9 +7585,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:755 sample 0",
+        .where = "ops.yaml:823 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_447,
+        .call = call_eye_m_501,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6733,9 +7595,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:755 sample 1",
+        .where = "ops.yaml:823 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_448,
+        .call = call_eye_m_502,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6743,9 +7605,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:759 sample 0",
+        .where = "ops.yaml:827 sample 0",
         .n_inputs = 0,
-        .call = call_rand_449,
+        .call = call_rand_503,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6753,9 +7615,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:770 sample 0",
+        .where = "ops.yaml:838 sample 0",
         .n_inputs = 0,
-        .call = call_randn_451,
+        .call = call_randn_505,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6763,10 +7625,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:787 sample 0",
+        .where = "ops.yaml:855 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_453,
+        .call = call_rand_like_507,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6774,10 +7636,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:787 sample 1",
+        .where = "ops.yaml:855 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_454,
+        .call = call_rand_like_508,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6785,10 +7647,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:797 sample 0",
+        .where = "ops.yaml:865 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_455,
+        .call = call_randn_like_509,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6796,10 +7658,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:797 sample 1",
+        .where = "ops.yaml:865 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_456,
+        .call = call_randn_like_510,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6807,9 +7669,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:808 sample 0",
+        .where = "ops.yaml:876 sample 0",
         .n_inputs = 0,
-        .call = call_randint_457,
+        .call = call_randint_511,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6817,9 +7679,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:808 sample 1",
+        .where = "ops.yaml:876 sample 1",
         .n_inputs = 0,
-        .call = call_randint_458,
+        .call = call_randint_512,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6827,9 +7689,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:819 sample 0",
+        .where = "ops.yaml:887 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_459,
+        .call = call_randint_low_513,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6837,9 +7699,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:829 sample 0",
+        .where = "ops.yaml:897 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_460,
+        .call = call_randperm_514,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6847,9 +7709,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:829 sample 1",
+        .where = "ops.yaml:897 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_461,
+        .call = call_randperm_515,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6857,112 +7719,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:846 sample 0",
+        .where = "ops.yaml:914 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_462,
-        .call_inplace = inplace_bernoulli_p_463,
+        .call = call_bernoulli_p_516,
+        .call_inplace = inplace_bernoulli_p_517,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:846 sample 1",
+        .where = "ops.yaml:914 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_464,
-        .call_inplace = inplace_bernoulli_p_465,
+        .call = call_bernoulli_p_518,
+        .call_inplace = inplace_bernoulli_p_519,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:846 sample 2",
+        .where = "ops.yaml:914 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_466,
-        .call_inplace = inplace_bernoulli_p_467,
+        .call = call_bernoulli_p_520,
+        .call_inplace = inplace_bernoulli_p_521,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:857 sample 0",
+        .where = "ops.yaml:925 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_468,
-        .call_inplace = inplace_normal_469,
+        .call = call_normal_522,
+        .call_inplace = inplace_normal_523,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:857 sample 1",
+        .where = "ops.yaml:925 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_470,
-        .call_inplace = inplace_normal_471,
+        .call = call_normal_524,
+        .call_inplace = inplace_normal_525,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:857 sample 2",
+        .where = "ops.yaml:925 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_472,
-        .call_inplace = inplace_normal_473,
+        .call = call_normal_526,
+        .call_inplace = inplace_normal_527,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:869 sample 0",
+        .where = "ops.yaml:937 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_475,
-        .call_inplace = inplace_uniform_476,
+        .call = call_uniform_529,
+        .call_inplace = inplace_uniform_530,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:869 sample 1",
+        .where = "ops.yaml:937 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_477,
-        .call_inplace = inplace_uniform_478,
+        .call = call_uniform_531,
+        .call_inplace = inplace_uniform_532,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:869 sample 2",
+        .where = "ops.yaml:937 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_479,
-        .call_inplace = inplace_uniform_480,
+        .call = call_uniform_533,
+        .call_inplace = inplace_uniform_534,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:882 sample 0",
+        .where = "ops.yaml:950 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_482,
+        .call = call_sum_to_536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6970,10 +7832,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:882 sample 1",
+        .where = "ops.yaml:950 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_483,
+        .call = call_sum_to_537,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7366,94 +8228,268 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mse_loss",
+        .what = "ops.yaml:533: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mse_loss_407,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "mse_loss: ",
+    },
+    {
+        .op = "mse_loss",
         .what = "ops.yaml:533: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_406,
+        .call = error_mse_loss_408,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:546: dtype of self",
+        .what = "ops.yaml:548: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_l1_loss_414,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "l1_loss: ",
+    },
+    {
+        .op = "l1_loss",
+        .what = "ops.yaml:548: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_410,
+        .call = error_l1_loss_415,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:558: dtype of self",
+        .what = "ops.yaml:563: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_smooth_l1_loss_422,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "smooth_l1_loss: ",
+    },
+    {
+        .op = "smooth_l1_loss",
+        .what = "ops.yaml:563: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_414,
+        .call = error_smooth_l1_loss_423,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:570: dtype of self",
+        .what = "ops.yaml:579: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_huber_loss_429,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "huber_loss: ",
+    },
+    {
+        .op = "huber_loss",
+        .what = "ops.yaml:579: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_418,
+        .call = error_huber_loss_430,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:594: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_434,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "binary_cross_entropy: ",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:594: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_435,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "binary_cross_entropy: ",
+    },
+    {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:590: dtype of self",
+        .what = "ops.yaml:607: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_with_logits_442,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "binary_cross_entropy_with_logits: ",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:607: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_422,
+        .call = error_binary_cross_entropy_with_logits_443,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
+        .op = "nll_loss",
+        .what = "ops.yaml:630: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_450,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:632: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_nll_loss_451,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:623: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_452,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:623: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_453,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:653: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_466,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:655: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_cross_entropy_loss_467,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:646: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_468,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:646: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_469,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:675: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_index_475,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cross_entropy_index: ",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:675: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_index_476,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "cross_entropy_index: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:764: is_floating(result_dtype)",
+        .what = "ops.yaml:832: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_450,
+        .call = error_rand_504,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:775: is_floating(result_dtype)",
+        .what = "ops.yaml:843: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_452,
+        .call = error_randn_506,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:851: dtype of self",
+        .what = "ops.yaml:919: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_474,
+        .call = error_normal_528,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:863: dtype of self",
+        .what = "ops.yaml:931: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_481,
+        .call = error_uniform_535,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:876: dtype of self",
+        .what = "ops.yaml:944: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_484,
+        .call = error_sum_to_538,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

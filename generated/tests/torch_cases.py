@@ -965,149 +965,437 @@ def case_165(input):
 
 
 def case_166(self, target):
-    """mse_loss (ops.yaml:539 sample 0)"""
-    reduction = 1
-    return torch.nn.functional.mse_loss(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """mse_loss (ops.yaml:540 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_167(self, target):
-    """mse_loss (ops.yaml:539 sample 1)"""
-    reduction = 0
-    return torch.nn.functional.mse_loss(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """mse_loss (ops.yaml:540 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_168(self, target):
-    """mse_loss (ops.yaml:539 sample 2)"""
-    reduction = 2
-    return torch.nn.functional.mse_loss(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """mse_loss (ops.yaml:540 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_169(self, target):
-    """mse_loss (ops.yaml:539 sample 3)"""
-    reduction = 1
-    return torch.nn.functional.mse_loss(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """mse_loss (ops.yaml:540 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_170(self, target):
-    """l1_loss (ops.yaml:552 sample 0)"""
-    reduction = 1
-    return torch.nn.functional.l1_loss(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """mse_loss (ops.yaml:540 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_171(self, target):
-    """l1_loss (ops.yaml:552 sample 1)"""
-    reduction = 0
-    return torch.nn.functional.l1_loss(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """l1_loss (ops.yaml:555 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_172(self, target):
-    """l1_loss (ops.yaml:552 sample 2)"""
-    reduction = 2
-    return torch.nn.functional.l1_loss(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """l1_loss (ops.yaml:555 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_173(self, target):
-    """smooth_l1_loss (ops.yaml:564 sample 0)"""
-    reduction = 1
-    beta = 0.5
-    return torch.nn.functional.smooth_l1_loss(self, target, reduction=['none', 'mean', 'sum'][reduction], beta=beta)
+    """l1_loss (ops.yaml:555 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_174(self, target):
-    """smooth_l1_loss (ops.yaml:564 sample 1)"""
-    reduction = 0
-    beta = 1.0
-    return torch.nn.functional.smooth_l1_loss(self, target, reduction=['none', 'mean', 'sum'][reduction], beta=beta)
+    """l1_loss (ops.yaml:555 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_175(self, target):
-    """smooth_l1_loss (ops.yaml:564 sample 2)"""
-    reduction = 2
-    beta = 0.0
-    return torch.nn.functional.smooth_l1_loss(self, target, reduction=['none', 'mean', 'sum'][reduction], beta=beta)
+    """l1_loss (ops.yaml:555 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_176(self, target):
-    """huber_loss (ops.yaml:576 sample 0)"""
-    reduction = 1
-    delta = 0.5
-    return torch.nn.functional.huber_loss(self, target, reduction=['none', 'mean', 'sum'][reduction], delta=delta)
+    """smooth_l1_loss (ops.yaml:570 sample 0)"""
+    reduction = 'mean'
+    beta = 0.5
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_177(self, target):
-    """huber_loss (ops.yaml:576 sample 1)"""
-    reduction = 0
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=['none', 'mean', 'sum'][reduction], delta=delta)
+    """smooth_l1_loss (ops.yaml:570 sample 1)"""
+    reduction = 'none'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_178(self, target):
-    """huber_loss (ops.yaml:576 sample 2)"""
-    reduction = 2
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=['none', 'mean', 'sum'][reduction], delta=delta)
+    """smooth_l1_loss (ops.yaml:570 sample 2)"""
+    reduction = 'sum'
+    beta = 0.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_179(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:596 sample 0)"""
-    reduction = 1
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """smooth_l1_loss (ops.yaml:570 sample 3)"""
+    reduction = 'mean'
+    beta = 2.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_180(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:596 sample 1)"""
-    reduction = 0
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """smooth_l1_loss (ops.yaml:570 sample 4)"""
+    reduction = 'sum'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_181(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:596 sample 2)"""
-    reduction = 2
-    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, reduction=['none', 'mean', 'sum'][reduction])
+    """smooth_l1_loss (ops.yaml:570 sample 5)"""
+    reduction = 'mean'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_182():
-    """empty (ops.yaml:643 sample 0)"""
+def case_182(self, target):
+    """huber_loss (ops.yaml:586 sample 0)"""
+    reduction = 'mean'
+    delta = 0.5
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_183(self, target):
+    """huber_loss (ops.yaml:586 sample 1)"""
+    reduction = 'none'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_184(self, target):
+    """huber_loss (ops.yaml:586 sample 2)"""
+    reduction = 'sum'
+    delta = 2.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_185(self, target):
+    """huber_loss (ops.yaml:586 sample 3)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_186(self, target):
+    """huber_loss (ops.yaml:586 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_187(self, target):
+    """binary_cross_entropy (ops.yaml:601 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_188(self, target, weight):
+    """binary_cross_entropy (ops.yaml:601 sample 1)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_189(self, target, weight):
+    """binary_cross_entropy (ops.yaml:601 sample 2)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_190(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:614 sample 0)"""
+    weight = None
+    pos_weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_191(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:614 sample 1)"""
+    pos_weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_192(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:614 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_193(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:614 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_194(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:614 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_195(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:614 sample 5)"""
+    weight = None
+    pos_weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_196(self, target):
+    """nll_loss (ops.yaml:637 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_197(self, target, weight):
+    """nll_loss (ops.yaml:637 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_198(self, target, weight):
+    """nll_loss (ops.yaml:637 sample 2)"""
+    reduction = 'none'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_199(self, target):
+    """nll_loss (ops.yaml:637 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 3
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_200(self, target, weight):
+    """nll_loss (ops.yaml:637 sample 4)"""
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_201(self, target):
+    """nll_loss (ops.yaml:637 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_202(self, target):
+    """cross_entropy_loss (ops.yaml:660 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_203(self, target, weight):
+    """cross_entropy_loss (ops.yaml:660 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_204(self, target, weight):
+    """cross_entropy_loss (ops.yaml:660 sample 2)"""
+    reduction = 'mean'
+    ignore_index = 3
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_205(self, target, weight):
+    """cross_entropy_loss (ops.yaml:660 sample 3)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_206(self, target):
+    """cross_entropy_loss (ops.yaml:660 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_207(self, target):
+    """cross_entropy_loss (ops.yaml:660 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.3
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_208(self, target, weight):
+    """cross_entropy_loss (ops.yaml:660 sample 6)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_209(self, target):
+    """cross_entropy_loss (ops.yaml:660 sample 7)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_210(self, target, weight):
+    """cross_entropy_loss (ops.yaml:660 sample 8)"""
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.25
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_211(self, target, weight):
+    """cross_entropy_loss (ops.yaml:660 sample 9)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_212(self, target):
+    """cross_entropy_loss (ops.yaml:660 sample 10)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_213(self, target, weight):
+    """cross_entropy_loss (ops.yaml:660 sample 11)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_214(self, target):
+    """cross_entropy_index (ops.yaml:685 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_215(self, target):
+    """cross_entropy_index (ops.yaml:685 sample 1)"""
+    weight = None
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_216(self, target):
+    """cross_entropy_index (ops.yaml:685 sample 2)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_217(self, target):
+    """cross_entropy_index (ops.yaml:685 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_218(self, target):
+    """cross_entropy_index (ops.yaml:685 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_219():
+    """empty (ops.yaml:711 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.empty(size, dtype=dtype, device=device)
 
 
-def case_183():
-    """empty (ops.yaml:643 sample 1)"""
+def case_220():
+    """empty (ops.yaml:711 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.ops.aten.empty(size, dtype=dtype, device=device)
 
 
-def case_184():
-    """empty (ops.yaml:643 sample 2)"""
+def case_221():
+    """empty (ops.yaml:711 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.ops.aten.empty(size, dtype=dtype, device=device)
 
 
-def case_185():
-    """zeros (ops.yaml:648 sample 0)"""
+def case_222():
+    """zeros (ops.yaml:716 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_186():
-    """ones (ops.yaml:656 sample 0)"""
+def case_223():
+    """ones (ops.yaml:724 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_187():
-    """full (ops.yaml:671 sample 0)"""
+def case_224():
+    """full (ops.yaml:739 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1115,8 +1403,8 @@ def case_187():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_188():
-    """full (ops.yaml:671 sample 1)"""
+def case_225():
+    """full (ops.yaml:739 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -1124,8 +1412,8 @@ def case_188():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_189():
-    """full (ops.yaml:671 sample 2)"""
+def case_226():
+    """full (ops.yaml:739 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -1133,71 +1421,71 @@ def case_189():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_190(self):
-    """empty_like (ops.yaml:682 sample 0)"""
+def case_227(self):
+    """empty_like (ops.yaml:750 sample 0)"""
     dtype = None
     return torch.ops.aten.empty_like(self, dtype=dtype)
 
 
-def case_191(self):
-    """empty_like (ops.yaml:682 sample 1)"""
+def case_228(self):
+    """empty_like (ops.yaml:750 sample 1)"""
     dtype = None
     return torch.ops.aten.empty_like(self, dtype=dtype)
 
 
-def case_192(self):
-    """empty_like (ops.yaml:682 sample 2)"""
+def case_229(self):
+    """empty_like (ops.yaml:750 sample 2)"""
     dtype = None
     return torch.ops.aten.empty_like(self, dtype=dtype)
 
 
-def case_193(self):
-    """ones_like (ops.yaml:700 sample 0)"""
+def case_230(self):
+    """ones_like (ops.yaml:768 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_194(self):
-    """ones_like (ops.yaml:700 sample 1)"""
+def case_231(self):
+    """ones_like (ops.yaml:768 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_195(self):
-    """ones_like (ops.yaml:700 sample 2)"""
+def case_232(self):
+    """ones_like (ops.yaml:768 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_196(self):
-    """ones_like (ops.yaml:700 sample 3)"""
+def case_233(self):
+    """ones_like (ops.yaml:768 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_197(self):
-    """full_like (ops.yaml:712 sample 0)"""
+def case_234(self):
+    """full_like (ops.yaml:780 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_198(self):
-    """full_like (ops.yaml:712 sample 1)"""
+def case_235(self):
+    """full_like (ops.yaml:780 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_199(self):
-    """full_like (ops.yaml:712 sample 2)"""
+def case_236(self):
+    """full_like (ops.yaml:780 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_200():
-    """arange (ops.yaml:717 sample 0)"""
+def case_237():
+    """arange (ops.yaml:785 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1206,8 +1494,8 @@ def case_200():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_201():
-    """linspace (ops.yaml:732 sample 0)"""
+def case_238():
+    """linspace (ops.yaml:800 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -1216,8 +1504,8 @@ def case_201():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_202():
-    """linspace (ops.yaml:732 sample 1)"""
+def case_239():
+    """linspace (ops.yaml:800 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -1226,8 +1514,8 @@ def case_202():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_203():
-    """linspace (ops.yaml:732 sample 2)"""
+def case_240():
+    """linspace (ops.yaml:800 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -1236,24 +1524,24 @@ def case_203():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_204():
-    """eye (ops.yaml:744 sample 0)"""
+def case_241():
+    """eye (ops.yaml:812 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_205():
-    """eye (ops.yaml:744 sample 1)"""
+def case_242():
+    """eye (ops.yaml:812 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_206():
-    """eye.m (ops.yaml:755 sample 0)"""
+def case_243():
+    """eye.m (ops.yaml:823 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -1261,8 +1549,8 @@ def case_206():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_207():
-    """eye.m (ops.yaml:755 sample 1)"""
+def case_244():
+    """eye.m (ops.yaml:823 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -1270,8 +1558,8 @@ def case_207():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_208():
-    """rand (ops.yaml:759 sample 0)"""
+def case_245():
+    """rand (ops.yaml:827 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -1279,8 +1567,8 @@ def case_208():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_209():
-    """randn (ops.yaml:770 sample 0)"""
+def case_246():
+    """randn (ops.yaml:838 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -1288,36 +1576,36 @@ def case_209():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_210(self):
-    """rand_like (ops.yaml:787 sample 0)"""
+def case_247(self):
+    """rand_like (ops.yaml:855 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_211(self):
-    """rand_like (ops.yaml:787 sample 1)"""
+def case_248(self):
+    """rand_like (ops.yaml:855 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_212(self):
-    """randn_like (ops.yaml:797 sample 0)"""
+def case_249(self):
+    """randn_like (ops.yaml:865 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_213(self):
-    """randn_like (ops.yaml:797 sample 1)"""
+def case_250(self):
+    """randn_like (ops.yaml:865 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_214():
-    """randint (ops.yaml:808 sample 0)"""
+def case_251():
+    """randint (ops.yaml:876 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -1326,8 +1614,8 @@ def case_214():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_215():
-    """randint (ops.yaml:808 sample 1)"""
+def case_252():
+    """randint (ops.yaml:876 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -1336,8 +1624,8 @@ def case_215():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_216():
-    """randint.low (ops.yaml:819 sample 0)"""
+def case_253():
+    """randint.low (ops.yaml:887 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -1347,8 +1635,8 @@ def case_216():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_217():
-    """randperm (ops.yaml:829 sample 0)"""
+def case_254():
+    """randperm (ops.yaml:897 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -1356,8 +1644,8 @@ def case_217():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_218():
-    """randperm (ops.yaml:829 sample 1)"""
+def case_255():
+    """randperm (ops.yaml:897 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -1365,83 +1653,83 @@ def case_218():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_219(self):
-    """bernoulli.p (ops.yaml:846 sample 0)"""
+def case_256(self):
+    """bernoulli.p (ops.yaml:914 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_220(self):
-    """bernoulli.p (ops.yaml:846 sample 1)"""
+def case_257(self):
+    """bernoulli.p (ops.yaml:914 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_221(self):
-    """bernoulli.p (ops.yaml:846 sample 2)"""
+def case_258(self):
+    """bernoulli.p (ops.yaml:914 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_222(self):
-    """normal (ops.yaml:857 sample 0)"""
+def case_259(self):
+    """normal (ops.yaml:925 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_223(self):
-    """normal (ops.yaml:857 sample 1)"""
+def case_260(self):
+    """normal (ops.yaml:925 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_224(self):
-    """normal (ops.yaml:857 sample 2)"""
+def case_261(self):
+    """normal (ops.yaml:925 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_225(self):
-    """uniform (ops.yaml:869 sample 0)"""
+def case_262(self):
+    """uniform (ops.yaml:937 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_226(self):
-    """uniform (ops.yaml:869 sample 1)"""
+def case_263(self):
+    """uniform (ops.yaml:937 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_227(self):
-    """uniform (ops.yaml:869 sample 2)"""
+def case_264(self):
+    """uniform (ops.yaml:937 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_228(self):
-    """sum_to (ops.yaml:882 sample 0)"""
+def case_265(self):
+    """sum_to (ops.yaml:950 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_229(self):
-    """sum_to (ops.yaml:882 sample 1)"""
+def case_266(self):
+    """sum_to (ops.yaml:950 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1945,196 +2233,307 @@ CASES = [
     dict(op="dropout", where="ops.yaml:526 sample 4", fn=case_165, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:539 sample 0", fn=case_166, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:540 sample 0", fn=case_166, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:539 sample 1", fn=case_167, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:540 sample 1", fn=case_167, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:539 sample 2", fn=case_168, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:540 sample 2", fn=case_168, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:539 sample 3", fn=case_169, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:540 sample 3", fn=case_169, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:552 sample 0", fn=case_170, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:540 sample 4", fn=case_170, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:552 sample 1", fn=case_171, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:555 sample 0", fn=case_171, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:552 sample 2", fn=case_172, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:555 sample 1", fn=case_172, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:564 sample 0", fn=case_173, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:555 sample 2", fn=case_173, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:564 sample 1", fn=case_174, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:555 sample 3", fn=case_174, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:564 sample 2", fn=case_175, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:555 sample 4", fn=case_175, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:576 sample 0", fn=case_176, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:570 sample 0", fn=case_176, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:576 sample 1", fn=case_177, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:570 sample 1", fn=case_177, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:576 sample 2", fn=case_178, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:570 sample 2", fn=case_178, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:596 sample 0", fn=case_179, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:570 sample 3", fn=case_179, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:596 sample 1", fn=case_180, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:570 sample 4", fn=case_180, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:596 sample 2", fn=case_181, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:570 sample 5", fn=case_181, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:643 sample 0", fn=case_182, tensors=[],
+    dict(op="huber_loss", where="ops.yaml:586 sample 0", fn=case_182, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:586 sample 1", fn=case_183, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:586 sample 2", fn=case_184, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:586 sample 3", fn=case_185, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:586 sample 4", fn=case_186, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:601 sample 0", fn=case_187, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:601 sample 1", fn=case_188, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:601 sample 2", fn=case_189, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:614 sample 0", fn=case_190, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:614 sample 1", fn=case_191, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:614 sample 2", fn=case_192, tensors=["self", "target", "weight", "pos_weight"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:614 sample 3", fn=case_193, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:614 sample 4", fn=case_194, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:614 sample 5", fn=case_195, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:637 sample 0", fn=case_196, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:637 sample 1", fn=case_197, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:637 sample 2", fn=case_198, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:637 sample 3", fn=case_199, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:637 sample 4", fn=case_200, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:637 sample 5", fn=case_201, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 0", fn=case_202, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 1", fn=case_203, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 2", fn=case_204, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 3", fn=case_205, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 4", fn=case_206, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 5", fn=case_207, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 6", fn=case_208, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 7", fn=case_209, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 8", fn=case_210, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 9", fn=case_211, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 10", fn=case_212, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:660 sample 11", fn=case_213, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:685 sample 0", fn=case_214, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:685 sample 1", fn=case_215, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:685 sample 2", fn=case_216, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:685 sample 3", fn=case_217, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:685 sample 4", fn=case_218, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty", where="ops.yaml:711 sample 0", fn=case_219, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:643 sample 1", fn=case_183, tensors=[],
+    dict(op="empty", where="ops.yaml:711 sample 1", fn=case_220, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:643 sample 2", fn=case_184, tensors=[],
+    dict(op="empty", where="ops.yaml:711 sample 2", fn=case_221, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:648 sample 0", fn=case_185, tensors=[],
+    dict(op="zeros", where="ops.yaml:716 sample 0", fn=case_222, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:656 sample 0", fn=case_186, tensors=[],
+    dict(op="ones", where="ops.yaml:724 sample 0", fn=case_223, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:671 sample 0", fn=case_187, tensors=[],
+    dict(op="full", where="ops.yaml:739 sample 0", fn=case_224, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:671 sample 1", fn=case_188, tensors=[],
+    dict(op="full", where="ops.yaml:739 sample 1", fn=case_225, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:671 sample 2", fn=case_189, tensors=[],
+    dict(op="full", where="ops.yaml:739 sample 2", fn=case_226, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:682 sample 0", fn=case_190, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:750 sample 0", fn=case_227, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:682 sample 1", fn=case_191, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:750 sample 1", fn=case_228, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:682 sample 2", fn=case_192, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:750 sample 2", fn=case_229, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:700 sample 0", fn=case_193, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:768 sample 0", fn=case_230, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:700 sample 1", fn=case_194, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:768 sample 1", fn=case_231, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:700 sample 2", fn=case_195, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:768 sample 2", fn=case_232, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:700 sample 3", fn=case_196, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:768 sample 3", fn=case_233, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:712 sample 0", fn=case_197, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:780 sample 0", fn=case_234, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:712 sample 1", fn=case_198, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:780 sample 1", fn=case_235, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:712 sample 2", fn=case_199, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:780 sample 2", fn=case_236, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:717 sample 0", fn=case_200, tensors=[],
+    dict(op="arange", where="ops.yaml:785 sample 0", fn=case_237, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:732 sample 0", fn=case_201, tensors=[],
+    dict(op="linspace", where="ops.yaml:800 sample 0", fn=case_238, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:732 sample 1", fn=case_202, tensors=[],
+    dict(op="linspace", where="ops.yaml:800 sample 1", fn=case_239, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:732 sample 2", fn=case_203, tensors=[],
+    dict(op="linspace", where="ops.yaml:800 sample 2", fn=case_240, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:744 sample 0", fn=case_204, tensors=[],
+    dict(op="eye", where="ops.yaml:812 sample 0", fn=case_241, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:744 sample 1", fn=case_205, tensors=[],
+    dict(op="eye", where="ops.yaml:812 sample 1", fn=case_242, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:755 sample 0", fn=case_206, tensors=[],
+    dict(op="eye.m", where="ops.yaml:823 sample 0", fn=case_243, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:755 sample 1", fn=case_207, tensors=[],
+    dict(op="eye.m", where="ops.yaml:823 sample 1", fn=case_244, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:759 sample 0", fn=case_208, tensors=[],
+    dict(op="rand", where="ops.yaml:827 sample 0", fn=case_245, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:770 sample 0", fn=case_209, tensors=[],
+    dict(op="randn", where="ops.yaml:838 sample 0", fn=case_246, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:787 sample 0", fn=case_210, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:855 sample 0", fn=case_247, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:787 sample 1", fn=case_211, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:855 sample 1", fn=case_248, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:797 sample 0", fn=case_212, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:865 sample 0", fn=case_249, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:797 sample 1", fn=case_213, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:865 sample 1", fn=case_250, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:808 sample 0", fn=case_214, tensors=[],
+    dict(op="randint", where="ops.yaml:876 sample 0", fn=case_251, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:808 sample 1", fn=case_215, tensors=[],
+    dict(op="randint", where="ops.yaml:876 sample 1", fn=case_252, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:819 sample 0", fn=case_216, tensors=[],
+    dict(op="randint.low", where="ops.yaml:887 sample 0", fn=case_253, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:829 sample 0", fn=case_217, tensors=[],
+    dict(op="randperm", where="ops.yaml:897 sample 0", fn=case_254, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:829 sample 1", fn=case_218, tensors=[],
+    dict(op="randperm", where="ops.yaml:897 sample 1", fn=case_255, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:846 sample 0", fn=case_219, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:914 sample 0", fn=case_256, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:846 sample 1", fn=case_220, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:914 sample 1", fn=case_257, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:846 sample 2", fn=case_221, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:914 sample 2", fn=case_258, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:857 sample 0", fn=case_222, tensors=["self"],
+    dict(op="normal", where="ops.yaml:925 sample 0", fn=case_259, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:857 sample 1", fn=case_223, tensors=["self"],
+    dict(op="normal", where="ops.yaml:925 sample 1", fn=case_260, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:857 sample 2", fn=case_224, tensors=["self"],
+    dict(op="normal", where="ops.yaml:925 sample 2", fn=case_261, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:869 sample 0", fn=case_225, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:937 sample 0", fn=case_262, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:869 sample 1", fn=case_226, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:937 sample 1", fn=case_263, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:869 sample 2", fn=case_227, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:937 sample 2", fn=case_264, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:882 sample 0", fn=case_228, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:950 sample 0", fn=case_265, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:882 sample 1", fn=case_229, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:950 sample 1", fn=case_266, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

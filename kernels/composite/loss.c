@@ -1,8 +1,10 @@
 /* Losses written in public ops, so their gradients (and gradients of gradients) come from the
  * ops they are made of: mse, l1, smooth_l1, huber, binary cross-entropy (plain and with logits),
  * nll, cross_entropy (dispatching class indices to the fused kernel) and the backward of that
- * fused kernel. Reductions use aten's enum: 0 none, 1 mean, 2 sum. */
+ * fused kernel. Class and element weights (weight, pos_weight) are constants, as in PyTorch, which
+ * refuses weights that require grad: they enter detached. */
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "loss.h"
@@ -27,32 +29,28 @@ scalar_like(yt_tensor *like, double v)
 }
 
 yt_tensor *
-yt__composite_mse_loss(yt_tensor *self, yt_tensor *target, int64_t reduction)
+yt__composite_mse_loss(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
-    if (yt__check_reduction(reduction, "mse_loss") != YT_OK)
-        return NULL;
     yt_tensor *d = yt_sub(self, target);
     yt_tensor *sq = yt_mul(d, d);
     yt_release(d);
-    return yt__reduce_loss(sq, reduction);
+    return yt__reduce_loss(sq, yt__reduction_code(reduction));
 }
 
 yt_tensor *
-yt__composite_l1_loss(yt_tensor *self, yt_tensor *target, int64_t reduction)
+yt__composite_l1_loss(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
-    if (yt__check_reduction(reduction, "l1_loss") != YT_OK)
-        return NULL;
     yt_tensor *d = yt_sub(self, target);
     yt_tensor *a = abs_of(d);
     yt_release(d);
-    return yt__reduce_loss(a, reduction);
+    return yt__reduce_loss(a, yt__reduction_code(reduction));
 }
 
 /* where(|d| < t, quad_scale * d^2, lin_scale * (|d| - t / 2)): smooth_l1 has quad_scale 1/(2 beta)
  * and lin_scale 1, huber 1/2 and delta. */
 static yt_tensor *
 piecewise(yt_tensor *self, yt_tensor *target, double t, double quad_scale, double lin_scale,
-          int64_t reduction)
+          const char *reduction)
 {
     yt_tensor *d = yt_sub(self, target);
     yt_tensor *a = abs_of(d);
@@ -70,14 +68,12 @@ piecewise(yt_tensor *self, yt_tensor *target, double t, double quad_scale, doubl
     yt_release(quad);
     yt_release(shifted);
     yt_release(lin);
-    return yt__reduce_loss(loss, reduction);
+    return yt__reduce_loss(loss, yt__reduction_code(reduction));
 }
 
 yt_tensor *
-yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target, int64_t reduction, double beta)
+yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target, const char *reduction, double beta)
 {
-    if (yt__check_reduction(reduction, "smooth_l1_loss") != YT_OK)
-        return NULL;
     if (!(beta >= 0.0))
         return yt__fail(YT_ERR_VALUE, "smooth_l1_loss: beta must be >= 0, got beta=%g", beta);
     if (beta == 0.0) /* PyTorch: plain l1 */
@@ -86,10 +82,8 @@ yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target, int64_t reducti
 }
 
 yt_tensor *
-yt__composite_huber_loss(yt_tensor *self, yt_tensor *target, int64_t reduction, double delta)
+yt__composite_huber_loss(yt_tensor *self, yt_tensor *target, const char *reduction, double delta)
 {
-    if (yt__check_reduction(reduction, "huber_loss") != YT_OK)
-        return NULL;
     if (!(delta > 0.0))
         return yt__fail(YT_ERR_VALUE, "huber_loss: delta must be > 0, got delta=%g", delta);
     return piecewise(self, target, delta, 0.5, delta, reduction);
@@ -118,27 +112,79 @@ clamped_log(yt_tensor *x)
     return r;
 }
 
+/* ---------------------------------------------------------------- shared checks */
+
+static bool
+same_shape(const yt_tensor *a, const yt_tensor *b)
+{
+    if (a->dim != b->dim)
+        return false;
+    for (int i = 0; i < a->dim; i++)
+        if (a->sizes[i] != b->sizes[i])
+            return false;
+    return true;
+}
+
+static yt_status
+check_target_shape(yt_tensor *self, yt_tensor *target, const char *op)
+{
+    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    if (same_shape(self, target))
+        return YT_OK;
+    return yt__fail_status(YT_ERR_SHAPE, "%s: target shape %s must equal self shape %s", op,
+                           yt__format_sizes(a, sizeof a, target->sizes, target->dim),
+                           yt__format_sizes(b, sizeof b, self->sizes, self->dim));
+}
+
+/* An element weight (NULL: none) must broadcast to self's shape without growing it, as PyTorch
+ * expands it to the input. */
+static yt_status
+check_expands_to(yt_tensor *w, yt_tensor *self, const char *op, const char *name)
+{
+    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    if (w == NULL)
+        return YT_OK;
+    bool ok = w->dim <= self->dim;
+    for (int i = 1; ok && i <= w->dim; i++) {
+        int64_t ws = w->sizes[w->dim - i];
+        ok = ws == 1 || ws == self->sizes[self->dim - i];
+    }
+    if (ok)
+        return YT_OK;
+    return yt__fail_status(YT_ERR_SHAPE, "%s: %s of shape %s does not broadcast to self shape %s",
+                           op, name, yt__format_sizes(a, sizeof a, w->sizes, w->dim),
+                           yt__format_sizes(b, sizeof b, self->sizes, self->dim));
+}
+
+/* loss * weight with weight detached (a constant); takes over loss. NULL weight: loss itself. */
 static yt_tensor *
-binary_cross_entropy_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
-                              int64_t reduction)
+times_constant(yt_tensor *loss, yt_tensor *weight)
+{
+    if (weight == NULL || loss == NULL)
+        return loss;
+    yt_tensor *w = yt_detach(weight);
+    yt_tensor *r = yt_mul(loss, w);
+    yt_release(w);
+    yt_release(loss);
+    return r;
+}
+
+/* ---------------------------------------------------------------- binary cross-entropy */
+
+yt_tensor *
+yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                   const char *reduction)
 {
     const char *op = "binary_cross_entropy";
-    if (yt__check_reduction(reduction, op) != YT_OK)
+    if (check_target_shape(self, target, op) != YT_OK ||
+        check_expands_to(weight, self, op, "weight") != YT_OK)
         return NULL;
-    if (yt_tensor_numel(self) != yt_tensor_numel(target) ||
-        yt_tensor_dim(self) != yt_tensor_dim(target))
-        return yt__fail(YT_ERR_SHAPE, "%s: target must have the shape of self", op);
-    for (int i = 0; i < yt_tensor_dim(self); i++)
-        if (yt_tensor_sizes(self)[i] != yt_tensor_sizes(target)[i])
-            return yt__fail(
-                YT_ERR_SHAPE, "%s: target.size(%d)=%lld does not match self.size(%d)=%lld", op, i,
-                (long long)yt_tensor_sizes(target)[i], i, (long long)yt_tensor_sizes(self)[i]);
     /* PyTorch's check: every input element in [0, 1] */
     yt_tensor *xv = yt__cast_copy(self, YT_DTYPE_F64);
     if (xv == NULL)
         return NULL;
-    const double *v = yt_tensor_numel(self) > 0 ? (const double *)yt__data_ptr(xv) : NULL;
-    for (int64_t i = 0; i < yt_tensor_numel(self); i++) {
+    const double *v = self->numel > 0 ? (const double *)yt__data_ptr(xv) : NULL;
+    for (int64_t i = 0; i < self->numel; i++) {
         if (!(v[i] >= 0.0 && v[i] <= 1.0)) {
             double bad = v[i];
             yt__release_cast(xv, self);
@@ -164,21 +210,20 @@ binary_cross_entropy_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *wei
     yt_release(a);
     yt_release(b);
     yt_release(s);
-    if (weight != NULL && loss != NULL) {
-        yt_tensor *wl = yt_mul(loss, weight);
-        yt_release(loss);
-        loss = wl;
-    }
-    return yt__reduce_loss(loss, reduction);
+    return yt__reduce_loss(times_constant(loss, weight), yt__reduction_code(reduction));
 }
 
 /* (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x): softplus is linear past 20, so +-1e4 logits
  * give finite losses and gradients. */
-static yt_tensor *
-bce_with_logits_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
-                         yt_tensor *pos_weight, int64_t reduction)
+yt_tensor *
+yt__composite_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target,
+                                               yt_tensor *weight, yt_tensor *pos_weight,
+                                               const char *reduction)
 {
-    if (yt__check_reduction(reduction, "binary_cross_entropy_with_logits") != YT_OK)
+    const char *op = "binary_cross_entropy_with_logits";
+    if (check_target_shape(self, target, op) != YT_OK ||
+        check_expands_to(weight, self, op, "weight") != YT_OK ||
+        check_expands_to(pos_weight, self, op, "pos_weight") != YT_OK)
         return NULL;
     yt_tensor *one_minus_t = yt_rsub(target, yt_int(1));
     yt_tensor *lin = yt_mul(one_minus_t, self);
@@ -186,10 +231,12 @@ bce_with_logits_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
     yt_tensor *sp = yt_softplus(nx);
     yt_tensor *scaled;
     if (pos_weight != NULL) {
-        yt_tensor *pw1 = yt_sub_scalar(pos_weight, yt_int(1));
+        yt_tensor *pw = yt_detach(pos_weight);
+        yt_tensor *pw1 = yt_sub_scalar(pw, yt_int(1));
         yt_tensor *pt = yt_mul(pw1, target);
         yt_tensor *lw = yt_add_scalar(pt, yt_int(1));
         scaled = yt_mul(lw, sp);
+        yt_release(pw);
         yt_release(pw1);
         yt_release(pt);
         yt_release(lw);
@@ -202,13 +249,10 @@ bce_with_logits_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
     yt_release(nx);
     yt_release(sp);
     yt_release(scaled);
-    if (weight != NULL && loss != NULL) {
-        yt_tensor *wl = yt_mul(loss, weight);
-        yt_release(loss);
-        loss = wl;
-    }
-    return yt__reduce_loss(loss, reduction);
+    return yt__reduce_loss(times_constant(loss, weight), yt__reduction_code(reduction));
 }
+
+/* ---------------------------------------------------------------- class losses */
 
 /* log_softmax over `dim` in public ops: x - m - log(sum(exp(x - m))), with the row max m
  * detached (the result does not depend on it, and its gradient would be noise). */
@@ -231,26 +275,28 @@ log_softmax_of(yt_tensor *x, int64_t dim)
     return r;
 }
 
-static yt_tensor *
-nll_loss_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64_t reduction,
-                  int64_t ignore_index)
+/* -sum_c K[row, c] self[row, c] with the constant coefficients K (class weights at the target
+ * class, zero on ignored rows); the mean divides by the summed weights of the rows that count
+ * (0 / 0 = NaN when none do, as PyTorch). */
+yt_tensor *
+yt__composite_nll_loss(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
+                       int64_t ignore_index)
 {
-    if (yt__check_reduction(reduction, "nll_loss") != YT_OK)
-        return NULL;
     double total = 0.0;
     yt_tensor *k =
         yt__class_coefficients(self, target, weight, ignore_index, 0.0, &total, "nll_loss");
     if (k == NULL)
         return NULL;
-    int64_t cdim = yt_tensor_dim(self) == 1 ? 0 : 1;
+    int64_t cdim = self->dim == 1 ? 0 : 1;
     yt_tensor *prod = yt_mul(self, k);
     yt_tensor *rows = yt_sum_dim(prod, &cdim, 1);
     yt_tensor *loss = yt_neg(rows);
     yt_release(k);
     yt_release(prod);
     yt_release(rows);
-    if (reduction != YT__REDUCTION_MEAN)
-        return yt__reduce_loss(loss, reduction);
+    int red = yt__reduction_code(reduction);
+    if (red != YT__REDUCTION_MEAN)
+        return yt__reduce_loss(loss, red);
     yt_tensor *sum = yt_sum(loss);
     yt_tensor *r = yt_div_scalar(sum, yt_float(total));
     yt_release(loss);
@@ -258,26 +304,24 @@ nll_loss_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64_t
     return r;
 }
 
-/* Class probabilities: -sum_c w_c t'_c log_softmax(x)_c with t' = (1 - ls) t + ls / C; the mean
- * divides by the number of rows. */
+/* Class probabilities (PyTorch's cross_entropy_loss_prob_target): -sum_c w_c t'_c log_softmax(x)_c
+ * with t' = (1 - ls) t + ls / C; the mean divides by the number of rows (NaN when there are
+ * none). */
 static yt_tensor *
-cross_entropy_probs(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64_t reduction,
+cross_entropy_probs(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int reduction,
                     int64_t ignore_index, double ls)
 {
     const char *op = "cross_entropy_loss";
-    char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
+    char a[YT__SIZES_BUF];
+    if (!yt_dtype_is_floating(target->dtype))
+        return yt__fail(YT_ERR_DTYPE,
+                        "%s: a target shaped like self holds class probabilities and must be "
+                        "floating, got %s",
+                        op, yt_dtype_name(target->dtype));
     if (ignore_index >= 0)
         return yt__fail(YT_ERR_VALUE,
                         "%s: ignore_index=%lld is not supported for class-probability targets", op,
                         (long long)ignore_index);
-    bool same = self->dim == target->dim && self->dim >= 1;
-    for (int i = 0; same && i < self->dim; i++)
-        same = self->sizes[i] == target->sizes[i];
-    if (!same)
-        return yt__fail(YT_ERR_SHAPE,
-                        "%s: class-probability target shape %s must equal self shape %s", op,
-                        yt__format_sizes(a, sizeof a, target->sizes, target->dim),
-                        yt__format_sizes(b, sizeof b, self->sizes, self->dim));
     int64_t cdim = self->dim == 1 ? 0 : 1, c = self->sizes[cdim];
     if (weight != NULL && (weight->dim != 1 || weight->sizes[0] != c))
         return yt__fail(YT_ERR_SHAPE, "%s: weight must be 1-D with %lld elements, got shape %s", op,
@@ -298,10 +342,8 @@ cross_entropy_probs(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64
         for (int i = 1; i < wd; i++)
             wshape[i] = 1;
         yt_tensor *wv = yt_view(weight, wshape, wd);
-        yt_tensor *pw = yt_mul(prod, wv);
+        prod = times_constant(prod, wv);
         yt_release(wv);
-        yt_release(prod);
-        prod = pw;
     }
     yt_tensor *rows = yt_sum_dim(prod, &cdim, 1);
     yt_tensor *loss = yt_neg(rows);
@@ -309,23 +351,36 @@ cross_entropy_probs(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64
     yt_release(t);
     yt_release(prod);
     yt_release(rows);
-    return yt__reduce_loss(loss, reduction);
+    if (reduction != YT__REDUCTION_MEAN || loss == NULL)
+        return yt__reduce_loss(loss, reduction);
+    /* numel / C rows; an empty input (or C = 0) divides 0 by 0 */
+    double n_rows = self->numel > 0 ? (double)(self->numel / c) : 0.0;
+    yt_tensor *sum = yt_sum(loss);
+    yt_tensor *r = yt_div_scalar(sum, yt_float(n_rows));
+    yt_release(loss);
+    yt_release(sum);
+    return r;
 }
 
-static yt_tensor *
-cross_entropy_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight, int64_t reduction,
-                       int64_t ignore_index, double label_smoothing)
+/* PyTorch's dispatch: a target of self's shape holds class probabilities, any other shape class
+ * indices (the fused kernel). */
+yt_tensor *
+yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                 const char *reduction, int64_t ignore_index,
+                                 double label_smoothing)
 {
-    const char *op = "cross_entropy_loss";
-    if (yt__check_reduction(reduction, op) != YT_OK)
-        return NULL;
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
-        return yt__fail(YT_ERR_VALUE, "%s: label_smoothing must be in [0, 1], got %g", op,
+        return yt__fail(YT_ERR_VALUE,
+                        "cross_entropy_loss: label_smoothing must be in [0, 1], got %g",
                         label_smoothing);
-    if (yt_dtype_is_floating(target->dtype))
-        return cross_entropy_probs(self, target, weight, reduction, ignore_index, label_smoothing);
-    (void)weight; /* TODO(Tensor?): pass weight once the generator supports optional tensors */
-    return yt_cross_entropy_index_ex(self, target, reduction, ignore_index, label_smoothing);
+    if (same_shape(self, target))
+        return cross_entropy_probs(self, target, weight, yt__reduction_code(reduction),
+                                   ignore_index, label_smoothing);
+    yt_tensor *w = weight != NULL ? yt_detach(weight) : NULL;
+    yt_tensor *r =
+        yt_cross_entropy_index_ex(self, target, w, reduction, ignore_index, label_smoothing);
+    yt_release(w);
+    return r;
 }
 
 /* Gradient of the fused cross_entropy_index: g * (A p - K), with K the class coefficients, A its
@@ -333,18 +388,17 @@ cross_entropy_weighted(yt_tensor *self, yt_tensor *target, yt_tensor *weight, in
  * grad_output. Written in public ops, so it is differentiable in grad_output and self. */
 yt_tensor *
 yt__composite_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self,
-                                           yt_tensor *target, int64_t reduction,
-                                           int64_t ignore_index, double label_smoothing)
+                                           yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction, int64_t ignore_index,
+                                           double label_smoothing)
 {
-    yt_tensor *weight = NULL; /* TODO(Tensor?): an argument once optional tensors exist */
     const char *op = "cross_entropy_index_backward";
-    if (yt__check_reduction(reduction, op) != YT_OK)
-        return NULL;
     double total = 0.0;
     yt_tensor *k =
         yt__class_coefficients(self, target, weight, ignore_index, label_smoothing, &total, op);
     if (k == NULL)
         return NULL;
+    int red = yt__reduction_code(reduction);
     int64_t cdim = self->dim == 1 ? 0 : 1;
     yt_tensor *a = yt_sum_dim_ex(k, &cdim, 1, true, YT_DTYPE_NONE);
     yt_tensor *logp = log_softmax_of(self, cdim);
@@ -352,9 +406,9 @@ yt__composite_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *se
     yt_tensor *ap = yt_mul(a, p);
     yt_tensor *diff = yt_sub(ap, k);
     yt_tensor *g;
-    if (reduction == YT__REDUCTION_NONE)
+    if (red == YT__REDUCTION_NONE)
         g = self->dim == 1 ? yt_retain(grad_output) : yt_unsqueeze(grad_output, cdim);
-    else if (reduction == YT__REDUCTION_MEAN)
+    else if (red == YT__REDUCTION_MEAN)
         g = yt_div_scalar(grad_output, yt_float(total));
     else
         g = yt_retain(grad_output);
@@ -367,34 +421,4 @@ yt__composite_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *se
     yt_release(diff);
     yt_release(g);
     return r;
-}
-
-/* ---------------------------------------------------------------- schema entry points
- * The weighted forms above take the `Tensor? weight` (and pos_weight) arguments that ops.yaml
- * will declare once the generator supports optional tensors; until then they get NULL. */
-
-yt_tensor *
-yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target, int64_t reduction)
-{
-    return binary_cross_entropy_weighted(self, target, NULL, reduction);
-}
-
-yt_tensor *
-yt__composite_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target,
-                                               int64_t reduction)
-{
-    return bce_with_logits_weighted(self, target, NULL, NULL, reduction);
-}
-
-yt_tensor *
-yt__composite_nll_loss(yt_tensor *self, yt_tensor *target, int64_t reduction, int64_t ignore_index)
-{
-    return nll_loss_weighted(self, target, NULL, reduction, ignore_index);
-}
-
-yt_tensor *
-yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target, int64_t reduction,
-                                 int64_t ignore_index, double label_smoothing)
-{
-    return cross_entropy_weighted(self, target, NULL, reduction, ignore_index, label_smoothing);
 }

@@ -5,13 +5,14 @@
 
 #include "internal.h"
 
-/* aten's reduction enum, which the `int reduction` arguments use. */
+/* The `str reduction` argument as an enum (aten's numbering). The generated code has already
+ * checked the string against the choices none, mean and sum. */
 enum { YT__REDUCTION_NONE = 0, YT__REDUCTION_MEAN = 1, YT__REDUCTION_SUM = 2 };
 
-YT_INTERNAL yt_status yt__check_reduction(int64_t reduction, const char *op);
+YT_INTERNAL int yt__reduction_code(const char *reduction);
 
 /* `loss` reduced as asked (its reference is taken over): itself, its mean or its sum. */
-YT_INTERNAL yt_tensor *yt__reduce_loss(yt_tensor *loss, int64_t reduction);
+YT_INTERNAL yt_tensor *yt__reduce_loss(yt_tensor *loss, int reduction);
 
 /* Geometry of a class-index loss: self is (C), (N, C) or (N, C, d1, ...), target (), (N) or
  * (N, d1, ...). Rows are the (n, d...) positions, each with C classes spaced `inner` apart. */

@@ -1,23 +1,22 @@
 /* Class-index targets of nll_loss and cross_entropy: shape validation, range checks, and the
  * constant coefficient tensor the composites contract log-probabilities with. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../cpu/factory.h"
 #include "kernels.h"
 #include "loss.h"
 
-yt_status
-yt__check_reduction(int64_t reduction, const char *op)
+int
+yt__reduction_code(const char *reduction)
 {
-    if (reduction >= YT__REDUCTION_NONE && reduction <= YT__REDUCTION_SUM)
-        return YT_OK;
-    return yt__fail_status(YT_ERR_VALUE,
-                           "%s: reduction=%lld is not one of 0 (none), 1 (mean), 2 (sum)", op,
-                           (long long)reduction);
+    if (strcmp(reduction, "none") == 0)
+        return YT__REDUCTION_NONE;
+    return strcmp(reduction, "sum") == 0 ? YT__REDUCTION_SUM : YT__REDUCTION_MEAN;
 }
 
 yt_tensor *
-yt__reduce_loss(yt_tensor *loss, int64_t reduction)
+yt__reduce_loss(yt_tensor *loss, int reduction)
 {
     if (loss == NULL || reduction == YT__REDUCTION_NONE)
         return loss;
@@ -145,13 +144,12 @@ yt__class_coefficients(yt_tensor *self, yt_tensor *target, yt_tensor *weight, in
 
 yt_status
 yt__shape_class_loss(yt_shape *out, const char *op, yt_tensor *self, yt_tensor *target,
-                     int64_t reduction)
+                     yt_tensor *weight, const char *reduction)
 {
     yt__class_layout lay;
-    if (yt__check_reduction(reduction, op) != YT_OK ||
-        yt__class_layout_of(&lay, self, target, NULL, op) != YT_OK)
+    if (yt__class_layout_of(&lay, self, target, weight, op) != YT_OK)
         return yt__last_status();
-    if (reduction == YT__REDUCTION_NONE)
+    if (yt__reduction_code(reduction) == YT__REDUCTION_NONE)
         yt__shape_of(out, target);
     else
         out->dim = 0;

@@ -9,10 +9,14 @@
 
 yt_status
 yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *target,
-                            int64_t reduction, int64_t ignore_index, double label_smoothing)
+                            yt_tensor *weight, const char *reduction_name, int64_t ignore_index,
+                            double label_smoothing)
 {
-    yt_tensor *weight = NULL; /* TODO(Tensor?): an argument once optional tensors exist */
     const char *op = "cross_entropy";
+    int reduction = yt__reduction_code(reduction_name);
+    if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+        return yt__fail_status(YT_ERR_VALUE, "%s: label_smoothing must be in [0, 1], got %g", op,
+                               label_smoothing);
     yt__class_layout lay;
     int64_t *tg = NULL;
     double *w = NULL;

@@ -936,173 +936,184 @@ YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_gener
 
 /* ---- mse_loss (ops.yaml:533) */
 
-/* mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
- * Squared error (self - target)^2, broadcast, then reduced (0 none, 1 mean, 2 sum).
- * Uses the defaults reduction=1; yt_mse_loss_ex() takes every argument.
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_mse_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
 
-/* mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
- * Squared error (self - target)^2, broadcast, then reduced (0 none, 1 mean, 2 sum).
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction);
+YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:546) */
+/* ---- l1_loss (ops.yaml:548) */
 
-/* l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
- * Absolute error |self - target|, broadcast, then reduced (0 none, 1 mean, 2 sum).
- * Uses the defaults reduction=1; yt_l1_loss_ex() takes every argument.
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_l1_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
 
-/* l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor
- * Absolute error |self - target|, broadcast, then reduced (0 none, 1 mean, 2 sum).
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction);
+YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:558) */
+/* ---- smooth_l1_loss (ops.yaml:563) */
 
-/* smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
  * 0), then reduced.
- * Uses the defaults reduction=1, beta=1.0; yt_smooth_l1_loss_ex() takes every argument.
+ * Uses the defaults reduction=mean, beta=1.0; yt_smooth_l1_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 
-/* smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
  * 0), then reduced.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
+YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:570) */
+/* ---- huber_loss (ops.yaml:579) */
 
-/* huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
  * reduced.
- * Uses the defaults reduction=1, delta=1.0; yt_huber_loss_ex() takes every argument.
+ * Uses the defaults reduction=mean, delta=1.0; yt_huber_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 
-/* huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
  * reduced.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
+YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:582) */
+/* ---- binary_cross_entropy (ops.yaml:594) */
 
-/* binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
- * clamped at -100 as in PyTorch, then reduced.
- * Uses the defaults reduction=1; yt_binary_cross_entropy_ex() takes every argument.
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean; yt_binary_cross_entropy_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 
-/* binary_cross_entropy(Tensor self, Tensor target, int reduction=1) -> Tensor
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
- * clamped at -100 as in PyTorch, then reduced.
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, int64_t reduction);
+YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                             const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:590) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:607) */
 
-/* binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
- * +-1e4); pos_weight scales the positive term.
- * Uses the defaults reduction=1; yt_binary_cross_entropy_with_logits_ex() takes every argument.
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
+ * Uses the defaults weight=None, pos_weight=None, reduction=mean; yt_binary_cross_entropy_with_logits_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target);
 
-/* binary_cross_entropy_with_logits(Tensor self, Tensor target, int reduction=1) -> Tensor
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
- * +-1e4); pos_weight scales the positive term.
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target,
-                                                         int64_t reduction);
+                                                         yt_tensor *weight, yt_tensor *pos_weight,
+                                                         const char *reduction);
 
-/* ---- nll_loss (ops.yaml:602) */
+/* ---- nll_loss (ops.yaml:623) */
 
-/* nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
- * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights.
- * Uses the defaults reduction=1, ignore_index=-100; yt_nll_loss_ex() takes every argument.
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100; yt_nll_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 
-/* nll_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100) -> Tensor
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
- * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights.
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
-                                 int64_t ignore_index);
+YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                 const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:610) */
+/* ---- cross_entropy_loss (ops.yaml:646) */
 
-/* cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * Cross-entropy of the logits `self` (class dim 1) against class indices (fused log_softmax + nll,
- * stable at +-1e4; ignore_index, weight) or class probabilities (same shape as self), with label
- * smoothing.
- * Uses the defaults reduction=1, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_loss_ex() takes every argument.
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_loss_ex() takes every argument.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target);
 
-/* cross_entropy_loss(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * Cross-entropy of the logits `self` (class dim 1) against class indices (fused log_softmax + nll,
- * stable at +-1e4; ignore_index, weight) or class probabilities (same shape as self), with label
- * smoothing.
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
-                                           int64_t ignore_index, double label_smoothing);
+YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction, int64_t ignore_index,
+                                           double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:618) */
+/* ---- cross_entropy_index (ops.yaml:675) */
 
-/* cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
  * over each row).
- * Uses the defaults reduction=1, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cross_entropy_index(yt_tensor *self, yt_tensor *target);
 
-/* cross_entropy_index(Tensor self, Tensor target, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
  * over each row).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, int64_t reduction,
-                                            int64_t ignore_index, double label_smoothing);
+YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                            const char *reduction, int64_t ignore_index,
+                                            double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:627) */
+/* ---- cross_entropy_index_backward (ops.yaml:693) */
 
-/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, int ignore_index, float label_smoothing) -> Tensor
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
  * ops so that it is differentiable.
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self,
-                                                  yt_tensor *target, int64_t reduction,
-                                                  int64_t ignore_index, double label_smoothing);
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
 
-/* ---- empty (ops.yaml:636) */
+/* ---- empty (ops.yaml:704) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -1117,7 +1128,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:648) */
+/* ---- zeros (ops.yaml:716) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1132,7 +1143,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:656) */
+/* ---- ones (ops.yaml:724) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1147,7 +1158,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:664) */
+/* ---- full (ops.yaml:732) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -1165,7 +1176,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:676) */
+/* ---- empty_like (ops.yaml:744) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -1182,7 +1193,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:687) */
+/* ---- zeros_like (ops.yaml:755) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1190,7 +1201,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:694) */
+/* ---- ones_like (ops.yaml:762) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -1205,7 +1216,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:706) */
+/* ---- full_like (ops.yaml:774) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -1222,7 +1233,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:717) */
+/* ---- arange (ops.yaml:785) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -1240,7 +1251,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:725) */
+/* ---- linspace (ops.yaml:793) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -1256,7 +1267,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:737) */
+/* ---- eye (ops.yaml:805) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -1271,7 +1282,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:748) */
+/* ---- eye.m (ops.yaml:816) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -1286,7 +1297,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:759) */
+/* ---- rand (ops.yaml:827) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -1302,7 +1313,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:770) */
+/* ---- randn (ops.yaml:838) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -1318,7 +1329,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:781) */
+/* ---- rand_like (ops.yaml:849) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -1335,7 +1346,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:791) */
+/* ---- randn_like (ops.yaml:859) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -1352,7 +1363,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:801) */
+/* ---- randint (ops.yaml:869) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -1368,7 +1379,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:812) */
+/* ---- randint.low (ops.yaml:880) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -1384,7 +1395,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:822) */
+/* ---- randperm (ops.yaml:890) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -1400,7 +1411,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:833) */
+/* ---- bernoulli (ops.yaml:901) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -1417,7 +1428,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:840) */
+/* ---- bernoulli.p (ops.yaml:908) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -1451,7 +1462,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:851) */
+/* ---- normal (ops.yaml:919) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -1485,7 +1496,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:863) */
+/* ---- uniform (ops.yaml:931) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -1519,7 +1530,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- sum_to (ops.yaml:876) */
+/* ---- sum_to (ops.yaml:944) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1527,7 +1538,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:887) */
+/* ---- sum_backward (ops.yaml:955) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1536,7 +1547,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:894) */
+/* ---- mean_backward (ops.yaml:962) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1545,7 +1556,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:901) */
+/* ---- amax_backward (ops.yaml:969) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1554,7 +1565,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:908) */
+/* ---- permute_backward (ops.yaml:976) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1562,7 +1573,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:915) */
+/* ---- pow_backward (ops.yaml:983) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1570,7 +1581,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:922) */
+/* ---- pow_backward_self (ops.yaml:990) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1578,7 +1589,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:929) */
+/* ---- pow_backward_exponent (ops.yaml:997) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1587,7 +1598,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:936) */
+/* ---- slice_backward (ops.yaml:1004) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1597,7 +1608,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:944) */
+/* ---- select_backward (ops.yaml:1012) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
