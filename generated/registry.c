@@ -269,7 +269,7 @@ static const op_info registry[] = {
         .schema =
             "cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction=\"mean\", int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
         .doc =
-            "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row).",
+            "The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass over each row); `weight` is a constant (its gradient is zero).",
     },
     {
         .schema =

@@ -1086,7 +1086,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
- * over each row).
+ * over each row); `weight` is a constant (its gradient is zero).
  * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
@@ -1094,7 +1094,7 @@ YT_API yt_tensor *yt_cross_entropy_index(yt_tensor *self, yt_tensor *target);
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
- * over each row).
+ * over each row); `weight` is a constant (its gradient is zero).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
