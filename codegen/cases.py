@@ -129,6 +129,10 @@ class CaseBuilder:
                 continue
             present = _present(op, sample)
             specs = [_tensor_spec(t, sample[t], op.schema.arg(t).optional) for t in present]
+            if op.schema.multi:  # one case per result: gradcheck each in turn (the others get zero grads)
+                for k, r in enumerate(op.schema.results):
+                    self.add_multi_case(lo, sample, si, specs, k, fn_full)
+                continue
             call = self.new_fn(f"call_{op.c_name}")
             decls, expr = self.call_expr(op, sample, fn_full("function"))
             self.define(_case_fn(call, decls, [f"return {expr};"]))
@@ -165,6 +169,49 @@ class CaseBuilder:
             })
         self.add_errors(lo, fn_full("function"))
 
+    def multi_call(self, op, sample, fn, k):
+        """Lines calling a multi-result function and returning result k (the others released)."""
+        decls, expr = self.call_expr(op, sample, fn)
+        n = len(op.schema.results)
+        expr = expr[:-1] + (", " if expr[-2] != "(" else "") + ", ".join(f"&r[{i}]" for i in range(n)) + ")"
+        body = [f"yt_tensor *r[{n}];", f"if ({expr} != YT_OK)", "    return NULL;"]
+        body += [f"yt_release(r[{i}]);" for i in range(n) if i != k] + [f"return r[{k}];"]
+        return decls, body
+
+    def add_multi_case(self, lo, sample, si, specs, k, fn_full):
+        op = lo.op
+        r = op.schema.results[k]
+        call = self.new_fn(f"call_{op.c_name}_{r}")
+        decls, body = self.multi_call(op, sample, fn_full("function"), k)
+        self.define(_case_fn(call, decls, body))
+        out = "NULL"
+        if "out" in op.variants:  # the out= variant into zeros like every function result
+            out = self.new_fn(f"out_{op.c_name}_{r}")
+            n = len(op.schema.results)
+            d1, e1 = self.call_expr(op, sample, fn_full("function"))
+            d3, e3 = self.call_expr(op, sample, fn_full("out"))
+            e1 = e1[:-1] + ", " + ", ".join(f"&ref[{i}]" for i in range(n)) + ")"
+            e3 = e3.replace("(", "(" + ", ".join(f"o[{i}]" for i in range(n)) + ", ", 1)
+            self.define(_case_fn(out, sorted(set(d1 + d3)), [
+                f"yt_tensor *ref[{n}], *o[{n}] = {{NULL}};",
+                f"if ({e1} != YT_OK)",
+                "    return NULL;",
+                f"for (int i = 0; i < {n}; i++) {{",
+                "    o[i] = yt_zeros_like(ref[i]);",
+                "    yt_release(ref[i]);",
+                "}",
+                f"yt_status st = {' || '.join(f'o[{i}] == NULL' for i in range(n))} ? yt_errcode() : {e3};",
+                f"for (int i = 0; i < {n}; i++)",
+                f"    if (i != {k} || st != YT_OK)",
+                "        yt_release(o[i]);",
+                f"return st == YT_OK ? o[{k}] : NULL;"]))
+        self.cases.append({
+            "op": op.schema.full_name, "where": f"{op.samples_loc} sample {si} result {r}", "inputs": specs,
+            "call": call, "inplace": "NULL", "out": out,
+            "differentiable": "true" if lo.differentiable and r in lo.diff_results else "false",
+            "domain": f'"{op.domain}"' if op.domain else "NULL",
+        })
+
     def add_error(self, op, sample, what, code, fn):
         tensors = [a.name for a in op.schema.tensor_args]
         sample = {k: ({"shape": v} if op.schema.arg(k).kind == "tensor" and isinstance(v, list) else v)
@@ -173,8 +220,12 @@ class CaseBuilder:
             return
         specs = [_tensor_spec(t, sample[t], op.schema.arg(t).optional) for t in _present(op, sample)]
         call = self.new_fn(f"error_{op.c_name}")
-        decls, expr = self.call_expr(op, sample, fn)
-        self.define(_case_fn(call, decls, [f"return {expr};"]))
+        if op.schema.multi:
+            decls, body = self.multi_call(op, sample, fn, 0)
+            self.define(_case_fn(call, decls, body))
+        else:
+            decls, expr = self.call_expr(op, sample, fn)
+            self.define(_case_fn(call, decls, [f"return {expr};"]))
         self.errors.append({"op": op.schema.full_name, "what": what, "inputs": specs, "call": call,
                             "code": code, "prefix": f"{op.schema.name}: "})
 

@@ -102,17 +102,27 @@ class _Compiler:
         return self.lines
 
     def name(self, ident: str) -> Value:
+        results = self.op.schema.results
         if ident == "grad":
+            if self.op.schema.multi:
+                self.fail(f"'grad' is ambiguous with several results; use {', '.join('grad_' + r for r in results)}")
             return Value("tensor", "grads[0]")
-        if ident == "result":
-            self.save("result", "yt_saved", "result")
-            return self.unpack("result")
+        if ident.startswith("grad_") and ident[5:] in results and self.op.schema.multi:
+            diff = self.op.differentiable_results()
+            if ident[5:] not in diff:
+                self.fail(f"result '{ident[5:]}' is not differentiable (output_differentiability), so there is "
+                          f"no {ident}")
+            return Value("tensor", f"grads[{diff.index(ident[5:])}]")
+        if ident in results:
+            self.save(ident, "yt_saved", ident)
+            return self.unpack(ident)
         if ident in ("True", "False"):
             return Value("bool_lit", "true" if ident == "True" else "false")
         a = self.op.schema.arg(ident)
         if a is None:
+            also = ", ".join(f"grad_{r}, {r}" for r in results) if self.op.schema.multi else "grad, result"
             self.fail(f"unknown name '{ident}' (arguments: {', '.join(x.name for x in self.op.schema.args)}; "
-                      "also grad, result)")
+                      f"also {also})")
         if a.kind == "tensor":
             self.save(ident, "yt_saved", ident)
             return self.unpack(ident, a.optional)
@@ -140,7 +150,7 @@ class _Compiler:
             self.fail("attributes can only be read from arguments (like self.shape)")
         base = node.value.id
         a = self.op.schema.arg(base)
-        if base != "result" and (a is None or a.kind != "tensor"):
+        if base not in self.op.schema.results and (a is None or a.kind != "tensor"):
             self.fail(f"'{base}.{node.attr}': '{base}' is not a tensor argument")
         if node.attr not in _ATTRS:
             self.fail(f"unknown attribute '.{node.attr}' (known: {', '.join(_ATTRS)})")
@@ -247,6 +257,8 @@ class _Compiler:
         return c_args
 
     def emit_call(self, op: Op, args, kwargs, final) -> Value:
+        if op.schema.multi:
+            self.fail(f"{op.schema.full_name} returns several results; formulas call single-result ops")
         try:
             c_args = self.bind(op, args, kwargs)
         except _NoMatch as e:

@@ -250,6 +250,10 @@ class OpLowering:
         d = op.derivative
         self.differentiable = d is not None and not d.not_differentiable and bool(d.formulas)
         self.grad_inputs = [f.input for f in d.formulas] if self.differentiable else []
+        self.results = list(self.s.results)
+        self.diff_results = op.differentiable_results() if self.differentiable else []
+        if self.differentiable and not self.diff_results:
+            raise SpecError(d.loc, f"{self.s.full_name}: formulas given, but no result is differentiable")
         self.compiled = None
         self.saved = []
         if self.differentiable:
@@ -314,9 +318,10 @@ class OpLowering:
         ret_null = "return yt__null_status" if status else "return yt__null_arg"
         bail = "return yt_errcode();" if status else "return NULL;"
         self.fail, self.bail = fail, bail
-        tensor_names = (["out"] if variant == "out" else []) + self.tensors
+        outs = (self.results if s.multi else ["out"]) if variant == "out" else []
+        tensor_names = outs + self.tensors
         for t in tensor_names:
-            if t != "out" and s.arg(t).optional:
+            if s.arg(t) is not None and s.arg(t).optional:
                 continue  # NULL is None
             b(f"if ({t} == NULL)")
             b(f'    {ret_null}("{name}", "{t}"); /* keeps an earlier error */')
@@ -397,8 +402,13 @@ class OpLowering:
                     b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{', '.join(scalars_p)}}};")
                 b(f"yt_dtype compute_dtype = yt__result_type({len(tensors_p)}, promote_tensors, {n_scalars}, "
                   f"{'promote_scalars' if scalars_p else 'NULL'});")
-        elif self.tensors and (op.result_dtype in (None, "floating") or op.impl == "pointwise"):
+        elif self.tensors and (op.result_dtype in (None, "floating") or op.impl == "pointwise" or self.s.multi):
             b(f"yt_dtype compute_dtype = {self.first_tensor}->dtype;")
+        if self.s.multi:
+            for r in self.s.results:
+                rule = op.result_dtype.get(r) if isinstance(op.result_dtype, dict) else op.result_dtype
+                b(f"yt_dtype {r}_dtype = {self.dtype_rule(rule)};")
+            return
         rd = op.result_dtype
         if rd is None:
             if self.tensors or op.promote:
@@ -416,6 +426,21 @@ class OpLowering:
             fn, args = _split_call(rd)
             b(f"yt_dtype result_dtype = {fn}({', '.join(self.expand_call_args(args))});")
 
+    def dtype_rule(self, rule) -> str:
+        """C expression of one result's dtype (results of multi-result ops)."""
+        if rule is None:
+            if not self.tensors and not self.op.promote:
+                raise SpecError(self.op.loc, f"{self.s.full_name}: needs result_dtype (no tensor arguments)")
+            return "compute_dtype"
+        if rule == "floating":
+            return "yt__to_floating(compute_dtype)"
+        if rule in DTYPES:
+            return C_DTYPE[rule]
+        if self.s.arg(rule) is not None:
+            return rule
+        fn, args = _split_call(rule)
+        return f"{fn}({', '.join(self.expand_call_args(args))})"
+
     def expand_call_args(self, args):
         out = []
         for x in args:
@@ -424,27 +449,41 @@ class OpLowering:
         return out
 
     def shape_lines(self, b: Body, variant: str):
+        if not self.s.multi:
+            self.one_shape(b, variant, "result_shape", self.op.shape)
+            return
+        default_var = None  # results without their own rule share one computed shape
+        for r in self.s.results:
+            rule = self.op.shape.get(r) if isinstance(self.op.shape, dict) else self.op.shape
+            if (rule is None or not isinstance(self.op.shape, dict)) and default_var is not None:
+                b(f"yt_shape {r}_shape = {default_var};")
+                continue
+            self.one_shape(b, variant, f"{r}_shape", rule)
+            if rule is None or not isinstance(self.op.shape, dict):
+                default_var = f"{r}_shape"
+
+    def one_shape(self, b: Body, variant: str, var: str, rule):
         op, name = self.op, self.msg_name(variant)
-        b("yt_shape result_shape;")
-        if op.broadcast:
+        b(f"yt_shape {var};")
+        if op.broadcast and (rule is None or not self.s.multi):
             n = len(op.broadcast)
             b(f"yt_tensor *const broadcast_tensors[{n}] = {{{', '.join(op.broadcast)}}};")
             b(f"static const char *const broadcast_names[{n}] = {{{', '.join(chr(34) + x + chr(34) for x in op.broadcast)}}};")
-            b(f'if (yt__broadcast_shapes(&result_shape, "{name}", {n}, broadcast_tensors, broadcast_names) != YT_OK)')
+            b(f'if (yt__broadcast_shapes(&{var}, "{name}", {n}, broadcast_tensors, broadcast_names) != YT_OK)')
             b(f"    {self.bail}")
-        elif isinstance(op.shape, list):
-            b(f"result_shape.dim = {len(op.shape)};")
-            for i, e in enumerate(op.shape):
-                b(f"result_shape.sizes[{i}] = {self.shape_expr(e)};")
-        elif isinstance(op.shape, str) and self.s.arg(op.shape) is not None:
-            b(f'if (yt__shape_from_sizes(&result_shape, "{name}", "{op.shape}", {op.shape}, {op.shape}_len) != YT_OK)')
+        elif isinstance(rule, list):
+            b(f"{var}.dim = {len(rule)};")
+            for i, e in enumerate(rule):
+                b(f"{var}.sizes[{i}] = {self.shape_expr(e)};")
+        elif isinstance(rule, str) and self.s.arg(rule) is not None:
+            b(f'if (yt__shape_from_sizes(&{var}, "{name}", "{rule}", {rule}, {rule}_len) != YT_OK)')
             b(f"    {self.bail}")
-        elif isinstance(op.shape, str):
-            fn, args = _split_call(op.shape)
-            b(f'if ({fn}(&result_shape, "{name}", {", ".join(self.expand_call_args(args))}) != YT_OK)')
+        elif isinstance(rule, str):
+            fn, args = _split_call(rule)
+            b(f'if ({fn}(&{var}, "{name}", {", ".join(self.expand_call_args(args))}) != YT_OK)')
             b(f"    {self.bail}")
         else:
-            b(f"yt__shape_of(&result_shape, {self.first_tensor});")
+            b(f"yt__shape_of(&{var}, {self.first_tensor});")
 
     def shape_expr(self, e: str) -> str:
         m = re.match(r"^([a-z_][a-z0-9_]*)\.size\((-?\d+)\)$", e)
@@ -502,8 +541,8 @@ class OpLowering:
             b("}")
         return casted
 
-    def kernel_call_args(self, target: str, casted) -> str:
-        out = [target]
+    def kernel_call_args(self, target, casted) -> str:
+        out = list(target) if isinstance(target, (list, tuple)) else [target]
         for a in self.s.args:
             if a.kind == "tensor":
                 out.append(f"{a.name}_k" if a.name in casted else a.name)
@@ -518,8 +557,8 @@ class OpLowering:
         text = "\n".join(self.record_lines())
         return [a for a in self.s.args if re.search(rf"(?<![\w.>]){a.name}\b", text)]
 
-    def record_call(self, result: str, self_value: str = "self") -> str:
-        args = [result]
+    def record_call(self, result, self_value: str = "self") -> str:
+        args = list(result) if isinstance(result, (list, tuple)) else [result]
         for a in self.record_args():
             if a.kind == "intlist":
                 args += [a.name, f"{a.name}_len"]
@@ -574,6 +613,96 @@ class OpLowering:
             b("    return NULL;")
             b("}")
         b("return yt__scope_track(result);")
+        return b.lines
+
+    def body_multi(self) -> list:
+        """Several results: outputs through pointers, yt_status returned; on error every output is NULL."""
+        op = self.op
+        b = Body()
+        rs = self.results
+        name = self.msg_name("function")
+        b(f"if ({' || '.join(f'{r} == NULL' for r in rs)})")
+        b.ret_fail("yt__fail_status", "YT_ERR_VALUE",
+                   f"{name}: {' and '.join(rs)} must be non-NULL pointers to receive the results")
+        for r in rs:
+            b(f"*{r} = NULL;")
+        self.prologue(b, "function", True)
+        if op.impl == "composite":
+            self.checks(b, "function")
+            b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
+            b(f"yt_status status = {op.impl_fn}({', '.join(c_args(op) + rs)});")
+            b("yt__scope_resume();")
+            b("if (status != YT_OK) {")
+            for r in rs:
+                b(f"    yt_release(*{r});", 1)
+                b(f"    *{r} = NULL;", 1)
+            b("    return status;")
+            b("}")
+            for r in rs:
+                b(f"yt__scope_track(*{r});")
+            b("return YT_OK;")
+            return b.lines
+        if op.impl == "view":
+            raise SpecError(op.loc, f"{self.s.full_name}: view ops have a single result")
+        self.dtype_lines(b)
+        self.checks(b, "function")
+        self.shape_lines(b, "function")
+        self.device_lines(b)
+        self.kernel_lookup(b, "function")
+        rec = self.recording_line(b)
+        news = [f"new_{r}" for r in rs]
+        for i, (r, n) in enumerate(zip(rs, news)):
+            alloc = f"yt__empty(&{r}_shape, {r}_dtype, result_device)"
+            b(f"yt_tensor *{n} = " + (alloc if i == 0 else f"{news[i - 1]} == NULL ? NULL : {alloc}") + ";")
+        b(f"yt_status status = {news[-1]} == NULL ? yt_errcode() : kernel({self.kernel_call_args(news, [])});")
+        if rec:
+            b(f"if (status == YT_OK && recording)")
+            b(f"    status = {self.record_call(news)};")
+        b("if (status != YT_OK) {")
+        for n in news:
+            b(f"    yt_release({n});")
+        b("    return status;")
+        b("}")
+        for r, n in zip(rs, news):
+            b(f"*{r} = yt__scope_track({n});")
+        b("return YT_OK;")
+        return b.lines
+
+    def body_multi_out(self) -> list:
+        b = Body()
+        rs = self.results
+        self.prologue(b, "out", True)
+        self.dtype_lines(b)
+        self.checks(b, "out")
+        self.shape_lines(b, "out")
+        self.device_lines(b)
+        self.kernel_lookup(b, "out")
+        name = self.msg_name("out")
+        every = rs + self.tensors
+        b(f"yt_tensor *const all_tensors[{len(every)}] = {{{', '.join(every)}}};")
+        b(f"if (yt__any_requires_grad({len(every)}, all_tensors))")
+        b.ret_fail("yt__fail_status", "YT_ERR_STATE",
+                   f"{name}: out= variants do not support autograd, but an argument requires grad")
+        for r in rs:
+            b(f'if (yt__check_out({r}, &{r}_shape, {r}_dtype, result_device, "{name}", "{r}") != YT_OK)')
+            b("    return yt_errcode();")
+        targets = [f"{r}_target" for r in rs]
+        for r, t in zip(rs, targets):
+            b(f"yt_tensor *{t} = {r}->dtype == {r}_dtype && {r}->is_contiguous ? {r} : "
+              f"yt__empty(&{r}_shape, {r}_dtype, result_device);")
+        b(f"yt_status status = {' || '.join(f'{t} == NULL' for t in targets)} ? yt_errcode() : "
+          f"kernel({self.kernel_call_args(targets, [])});")
+        for r, t in zip(rs, targets):
+            b(f"if ({t} != {r}) {{")
+            b("    if (status == YT_OK)")
+            b(f"        status = yt__copy_into({r}, {t});")
+            b(f"    yt_release({t});")
+            b("}")
+        b("if (status != YT_OK)")
+        b("    return status;")
+        for r in rs:
+            b(f"yt__bump_version({r});")
+        b("return YT_OK;")
         return b.lines
 
     def write_target(self, b: Body, dest: str, variant: str, casted):
@@ -653,7 +782,9 @@ class OpLowering:
 
     def body_short(self, variant: str) -> list:
         ret = "return " + self.fn_name(variant, True)
-        args = (["out"] if variant == "out" else []) + c_args_short(self.op)
+        args = self.out_params(variant, names=True) + c_args_short(self.op)
+        if self.s.multi and variant == "function":
+            args += self.results
         return [f"    {ret}({', '.join(args)});"]
 
     # -- docs
@@ -666,14 +797,22 @@ class OpLowering:
         if variant == "inplace":
             lines.append("Writes the result into `self` (bumping its version).")
             lines.append("Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.")
+        elif variant == "out" and s.multi:
+            lines.append(f"Writes the results into {', '.join(self.results)}, which must have the results' shapes and "
+                         "dtypes they can be")
+            lines.append("cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.")
         elif variant == "out":
             lines.append("Writes the result into `out`, which must have the result's shape, and a dtype the result")
             lines.append("can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.")
+        elif s.multi:
+            lines.append(f"Stores new references to the results in *{', *'.join(self.results)} (in return order).")
+            lines.append("Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.")
         else:
             kind = {"view": "a view sharing self's storage", "composite": "a new reference"}.get(op.impl, "a new tensor")
             lines.append(f"Returns: {kind} (new reference), or NULL with yt_errcode() set.")
         lines.append("Arguments are borrowed. A NULL tensor argument gives " +
-                     ("NULL" if variant == "function" else "its error code") + ", keeping an earlier error.")
+                     ("NULL" if variant == "function" and not s.multi else "its error code") +
+                     ", keeping an earlier error.")
         return lines
 
     def functions(self) -> list:
@@ -681,26 +820,36 @@ class OpLowering:
         banner = [f"{self.s.text}", f"from {self.op.loc}" +
                   (f"; backward from {self.op.derivative.loc}" if self.differentiable else "")]
         for variant in self.op.variants:
-            ret = "yt_tensor *" if variant == "function" else "yt_status"
-            params = c_params(self.op, True)
-            if variant == "out":
-                params = ["yt_tensor *out"] + params
-            body = {"function": self.body_function, "out": self.body_out, "inplace": self.body_inplace}[variant]()
+            ret = "yt_tensor *" if variant == "function" and not self.s.multi else "yt_status"
+            params = self.out_params(variant) + c_params(self.op, True) + self.result_params(variant)
+            if self.s.multi:
+                body = {"function": self.body_multi, "out": self.body_multi_out}[variant]()
+            else:
+                body = {"function": self.body_function, "out": self.body_out, "inplace": self.body_inplace}[variant]()
             if self.has_defaults:
-                short = c_params(self.op, False)
-                if variant == "out":
-                    short = ["yt_tensor *out"] + short
+                short = self.out_params(variant) + c_params(self.op, False) + self.result_params(variant)
                 out.append(Function(self.fn_name(variant, False), ret, short or ["void"], self.doc(variant, False),
                                     self.body_short(variant), banner))
             out.append(Function(self.fn_name(variant, self.has_defaults), ret, params, self.doc(variant, True),
                                 body, banner))
         return out
 
+    def out_params(self, variant: str, names: bool = False) -> list:
+        """Leading parameters of an out= variant: `out`, or one tensor per result."""
+        if variant != "out":
+            return []
+        rs = self.results if self.s.multi else ["out"]
+        return rs if names else [f"yt_tensor *{r}" for r in rs]
+
+    def result_params(self, variant: str) -> list:
+        """Trailing output pointers of a multi-result function."""
+        return [f"yt_tensor **{r}" for r in self.results] if self.s.multi and variant == "function" else []
+
     # -- kernel declarations
     def kernel_decl(self):
         if self.op.impl not in ("pointwise", "kernel"):
             return None
-        params = ["yt_tensor *result"] + c_params(self.op, True)
+        params = [f"yt_tensor *{r}" for r in self.results] + c_params(self.op, True)
         typedef = f"typedef yt_status (*{self.kernel_fn_type})({', '.join(params)});"
         table = []
         if self.op.impl == "pointwise":
@@ -712,6 +861,9 @@ class OpLowering:
                 "entries": table, "protos": protos}
 
     def impl_proto(self):
+        if self.s.multi and self.op.impl == "composite":
+            params = c_params(self.op, True) + self.result_params("function")
+            return f"yt_status {self.op.impl_fn}({', '.join(params)});"
         if self.op.impl == "view" or self.op.impl == "composite":
             return f"yt_tensor *{self.op.impl_fn}({', '.join(c_params(self.op, True))});"
         return None
@@ -730,7 +882,8 @@ class OpLowering:
         record = self.record_lines()
         n_in = len(self.tensors)
         used = {a.name for a in self.record_args()}
-        record_params = ["yt_tensor *result"] + [p for p, a in _params_with_args(op) if a.name in used]
+        record_params = [f"yt_tensor *{r}" for r in self.results] + \
+            [p for p, a in _params_with_args(op) if a.name in used]
         releases = [f"yt__saved_release(&node->{sv.field});" for sv in self.saved if sv.c_type == "yt_saved"]
         return {
             "c_name": op.c_name,
@@ -745,6 +898,7 @@ class OpLowering:
             "record_params": record_params,
             "record_lines": record,
             "n_inputs": n_in,
+            "outputs": [(r, k) for k, r in enumerate(self.diff_results)],
             "releases": releases,
         }
 
@@ -759,9 +913,11 @@ class OpLowering:
             cond = " || ".join(f"node->base.needs_grad[{tensor_index[u]}]" for u in sv.used_by)
             src = sv.source
             if sv.c_type == "yt_saved":
-                is_out = src == "result"
+                # a differentiable result is saved without a reference back to this node
+                is_out = src in self.diff_results
+                nr = self.diff_results.index(src) if is_out else 0
                 record.append(f"if (status == YT_OK && ({cond}))")
-                record.append(f"    status = yt__saved_init(&node->{sv.field}, {src}, {'true' if is_out else 'false'}, 0);")
+                record.append(f"    status = yt__saved_init(&node->{sv.field}, {src}, {'true' if is_out else 'false'}, {nr});")
             elif "." in src:
                 base, attr = src.split(".")
                 record.append({"shape": f"yt__shape_of(&node->{sv.field}, {base});",

@@ -134,8 +134,23 @@ def parse_schema(text: str, loc: Loc) -> Schema:
     if not m:
         raise SpecError(loc, f"cannot parse schema '{text}': expected name[.overload](args) -> Tensor")
     name, overload, args_text, returns = m.group(1), m.group(2) or "", m.group(3), m.group(4).strip()
-    if returns != "Tensor":
-        raise SpecError(loc, f"{name}: only '-> Tensor' returns are supported, got '{returns}'")
+    results = ("result",)
+    if returns.startswith("(") and returns.endswith(")"):
+        results = []
+        for piece in returns[1:-1].split(","):
+            rm = re.match(r"^Tensor\s+([a-z_][a-z0-9_]*)$", piece.strip())
+            if not rm:
+                raise SpecError(loc, f"{name}: cannot parse result '{piece.strip()}' (expected 'Tensor NAME')")
+            if rm.group(1) in results:
+                raise SpecError(loc, f"{name}: duplicate result name '{rm.group(1)}'")
+            if rm.group(1) in RESERVED_NAMES or rm.group(1) == "grad" or rm.group(1).startswith("grad_"):
+                raise SpecError(loc, f"{name}: result name '{rm.group(1)}' is reserved")
+            results.append(rm.group(1))
+        if len(results) < 2:
+            raise SpecError(loc, f"{name}: a single result is written '-> Tensor'")
+        results = tuple(results)
+    elif returns != "Tensor":
+        raise SpecError(loc, f"{name}: returns must be 'Tensor' or '(Tensor a, Tensor b, ...)', got '{returns}'")
     args = []
     kwarg_only = False
     seen_default = False
@@ -175,7 +190,10 @@ def parse_schema(text: str, loc: Loc) -> Schema:
             raise SpecError(loc, f"{name}: argument '{arg_name}' without default follows one with a default")
         seen_default = seen_default or has_default
         args.append(Arg(arg_name, kind, type_text + (qmark or ""), optional, has_default, default, kwarg_only))
-    return Schema(name, overload, tuple(args), returns, text.strip())
+    for r in results:
+        if any(a.name == r for a in args):
+            raise SpecError(loc, f"{name}: result '{r}' has the name of an argument")
+    return Schema(name, overload, tuple(args), returns, text.strip(), results)
 
 
 # ---------------------------------------------------------------- ops.yaml
@@ -320,6 +338,8 @@ def parse_op(node: Node) -> Op:
         if not schema.tensor_args:
             raise SpecError(loc, f"{fn}: a pointwise op needs a tensor argument")
 
+    if schema.multi and "inplace" in variants:
+        raise SpecError(e["variants"].loc, f"{fn}: an op with several results has no in-place variant")
     if "inplace" in variants and (not schema.args or schema.args[0].kind != "tensor" or schema.args[0].name != "self"):
         raise SpecError(e["variants"].loc, f"{fn}: an in-place variant needs 'Tensor self' as first argument")
 
@@ -330,14 +350,14 @@ def parse_op(node: Node) -> Op:
     if impl == "pointwise" and len(schema.tensor_args) > 1 and not broadcast:
         raise SpecError(loc, f"{fn}: a pointwise op with several tensors must declare 'broadcast'")
 
-    result_dtype = get_str("result_dtype")
-    if result_dtype is not None:
-        if not (result_dtype in DTYPES or result_dtype == "floating" or
-                (schema.arg(result_dtype) is not None and schema.arg(result_dtype).kind == "dtype") or
-                re.match(r"^yt__[a-z0-9_]+\((.*)\)$", result_dtype)):
-            raise SpecError(e["result_dtype"].loc, f"{fn}: result_dtype must be a dtype name, 'floating', a ScalarType "
-                            f"argument or a yt__ function call, got '{result_dtype}'")
-        _check_call_args(result_dtype, schema, e["result_dtype"].loc)
+    result_dtype = None
+    if "result_dtype" in e:
+        rn = e["result_dtype"]
+        if isinstance(rn.value, dict):
+            result_dtype = {r: _result_dtype_rule(v.value, v.loc, schema) for r, v in
+                            _per_result(rn, schema, "result_dtype").items()}
+        else:
+            result_dtype = _result_dtype_rule(rn.value, rn.loc, schema)
 
     dims = {}
     if "dims" in e:
@@ -377,24 +397,10 @@ def parse_op(node: Node) -> Op:
             checks.append(Check(c.value["check"].value, bad, c.value["check"].loc))
 
     shape = None
-    if "shape" in e:
-        sn = e["shape"]
-        if isinstance(sn.value, list):
-            shape = [x.value for x in sn.value]
-            if not all(isinstance(x, str) for x in shape):
-                raise SpecError(sn.loc, f"{fn}: shape list entries must be expressions (strings)")
-        elif isinstance(sn.value, str):
-            shape = sn.value
-            a = schema.arg(shape)
-            if a is not None:
-                if a.kind != "intlist":
-                    raise SpecError(sn.loc, f"{fn}: shape names '{shape}', which is not an int[] argument")
-            elif not re.match(r"^yt__[a-z0-9_]+\((.*)\)$", shape):
-                raise SpecError(sn.loc, f"{fn}: shape must be a list, an int[] argument or a yt__ function call")
-            else:
-                _check_call_args(shape, schema, sn.loc)
-        else:
-            raise SpecError(sn.loc, f"{fn}: bad 'shape'")
+    if "shape" in e and isinstance(e["shape"].value, dict):
+        shape = {r: _shape_rule(v, schema) for r, v in _per_result(e["shape"], schema, "shape").items()}
+    elif "shape" in e:
+        shape = _shape_rule(e["shape"], schema)
     if impl in ("kernel",) and shape is None and not broadcast and not schema.tensor_args:
         raise SpecError(loc, f"{fn}: a kernel op without tensor arguments must declare 'shape'")
 
@@ -443,6 +449,50 @@ def _parse_choices(entry: dict, schema: Schema) -> dict:
             raise SpecError(entry["func"].loc, f"{fn}: str argument '{a.name}' needs its allowed values in "
                             f"'choices: {{{a.name}: [...]}}'")
     return out
+
+
+def _per_result(node: Node, schema: Schema, key: str) -> dict:
+    """A `key: {result: rule}` map of a multi-result op (results left out take the default rule)."""
+    fn = schema.full_name
+    if not schema.multi:
+        raise SpecError(node.loc, f"{fn}: a per-result '{key}' map needs several results")
+    for r, v in node.value.items():
+        if r not in schema.results:
+            raise SpecError(v.key_loc, f"{fn}: '{key}' names unknown result '{r}'" + _closest(r, schema.results))
+    return node.value
+
+
+def _result_dtype_rule(rule, loc: Loc, schema: Schema) -> str:
+    fn = schema.full_name
+    if not isinstance(rule, str) or not (
+            rule in DTYPES or rule == "floating" or
+            (schema.arg(rule) is not None and schema.arg(rule).kind == "dtype") or
+            re.match(r"^yt__[a-z0-9_]+\((.*)\)$", rule)):
+        raise SpecError(loc, f"{fn}: result_dtype must be a dtype name, 'floating', a ScalarType "
+                        f"argument or a yt__ function call, got '{rule}'")
+    _check_call_args(rule, schema, loc)
+    return rule
+
+
+def _shape_rule(sn: Node, schema: Schema):
+    fn = schema.full_name
+    if isinstance(sn.value, list):
+        shape = [x.value for x in sn.value]
+        if not all(isinstance(x, str) for x in shape):
+            raise SpecError(sn.loc, f"{fn}: shape list entries must be expressions (strings)")
+        return shape
+    if isinstance(sn.value, str):
+        shape = sn.value
+        a = schema.arg(shape)
+        if a is not None:
+            if a.kind != "intlist":
+                raise SpecError(sn.loc, f"{fn}: shape names '{shape}', which is not an int[] argument")
+        elif not re.match(r"^yt__[a-z0-9_]+\((.*)\)$", shape):
+            raise SpecError(sn.loc, f"{fn}: shape must be a list, an int[] argument or a yt__ function call")
+        else:
+            _check_call_args(shape, schema, sn.loc)
+        return shape
+    raise SpecError(sn.loc, f"{fn}: bad 'shape'")
 
 
 def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
@@ -578,6 +628,15 @@ def parse_derivatives(text: str, ops: list[Op], file: str = "derivatives.yaml") 
         d = Derivative(schema.text, name_node.loc)
         for k, v in e.items():
             if k == "name":
+                continue
+            if k == "output_differentiability":
+                flags = v.value if isinstance(v.value, list) else None
+                if flags is None or len(flags) != len(op.schema.results) or \
+                        not all(isinstance(x.value, bool) for x in flags):
+                    raise SpecError(v.loc, f"{schema.full_name}: output_differentiability must list true or false "
+                                    f"for each of the {len(op.schema.results)} results "
+                                    f"({', '.join(op.schema.results)})")
+                d.output_differentiability = [x.value for x in flags]
                 continue
             if k == "not_differentiable":
                 if v.value is not True:

@@ -35,7 +35,7 @@ def generate(tmp_path, fixture):
 
 def flat(text):
     """Text with every run of whitespace as one space (clang-format's wrapping aside)."""
-    return re.sub(r"\s+", " ", text)
+    return re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", text))
 
 
 def compile_syntax(out, *files):
@@ -137,3 +137,86 @@ def test_generator_cannot_be_used_by_formulas():
         """)
     assert spec_error(compile_derivative, ops[0], registry(ops)) == \
         "derivatives.yaml:2: g: formula for 'self': 'generator' is a Generator; formulas cannot use it"
+
+
+def test_several_results(tmp_path):
+    out, files = generate(tmp_path, "multi")
+    h = flat(files["generated/include/yaten/ops.h"])
+    assert ("yt_status yt_fxmax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, "
+            "yt_tensor **values, yt_tensor **indices);") in h
+    assert "yt_status yt_fxmax(yt_tensor *self, const int64_t *dim, int dim_len, yt_tensor **values, " \
+        "yt_tensor **indices);" in h
+    assert ("yt_status yt_fxmax_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *dim, "
+            "int dim_len, bool keepdim);") in h
+    k = flat(files["generated/kernels.h"])
+    assert ("yt_status yt__cpu_fxmax_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *dim, "
+            "int dim_len, bool keepdim);") in k
+    assert "yt_status yt__composite_fxpair(yt_tensor *self, yt_tensor *other, yt_tensor **hi, yt_tensor **lo);" in k
+    c = flat(files["generated/ops_reduce.c"])
+    assert "if (values == NULL || indices == NULL) return yt__fail_status(YT_ERR_VALUE, \"fxmax: values and " \
+        "indices must be non-NULL pointers to receive the results\");" in c
+    assert "*values = NULL; *indices = NULL; if (self == NULL) return yt__null_status(\"fxmax\", \"self\");" in c
+    assert "yt_dtype indices_dtype = YT_DTYPE_I64;" in c and "yt_shape indices_shape = values_shape;" in c
+    a = flat(files["generated/autograd.c"])
+    assert "yt__node_new(&fxmax_node_kind, 1, 1)" in a
+    assert "yt__node_set_output(&node->base, values, 0);" in a and "set_output(&node->base, indices" not in a
+    assert "yt__saved_init(&node->values, values, true, 0)" in a
+    assert "yt__saved_init(&node->indices, indices, false, 0)" in a
+    assert "yt_expand(grads[0], " in a
+    t = files["generated/tests/op_cases.c"]
+    assert "sample 0 result values" in t and "sample 0 result indices" in t
+    compile_syntax(out, "ops_reduce.c", "ops_pointwise.c", "autograd.c", "tests/op_cases.c")
+
+
+MULTI_OP = """\
+- func: f(Tensor self) -> (Tensor a, Tensor b)
+  family: nn
+  dtypes: floating
+  dispatch: {cpu: yt__cpu_f}
+  doc: F.
+"""
+
+
+@pytest.mark.parametrize("derivative, message", [
+    ("  self: grad\n", "derivatives.yaml:2: f: formula for 'self': 'grad' is ambiguous with several results; "
+     "use grad_a, grad_b"),
+    ("  self: grad_b\n  output_differentiability: [true, false]\n",
+     "derivatives.yaml:2: f: formula for 'self': result 'b' is not differentiable (output_differentiability), "
+     "so there is no grad_b"),
+    ("  self: grad_a\n  output_differentiability: [true]\n",
+     "derivatives.yaml:3: f: output_differentiability must list true or false for each of the 2 results (a, b)"),
+    ("  self: grad_a * c\n", "derivatives.yaml:2: f: formula for 'self': unknown name 'c' (arguments: self; "
+     "also grad_a, a, grad_b, b)"),
+])
+def test_several_results_derivative_errors(derivative, message):
+    from helpers import load, registry, spec_error
+    from lower import OpLowering
+
+    def run():
+        ops = load(MULTI_OP, "- name: f(Tensor self) -> (Tensor a, Tensor b)\n" + derivative)
+        OpLowering(ops[0], registry(ops))
+    assert spec_error(run) == message
+
+
+@pytest.mark.parametrize("schema, message", [
+    ("f(Tensor self) -> (Tensor a)", "f: a single result is written '-> Tensor'"),
+    ("f(Tensor self) -> (Tensor a, Tensor a)", "f: duplicate result name 'a'"),
+    ("f(Tensor self) -> (Tensor a, int b)", "f: cannot parse result 'int b' (expected 'Tensor NAME')"),
+    ("f(Tensor self) -> (Tensor self, Tensor b)", "f: result 'self' has the name of an argument"),
+    ("f(Tensor self) -> (Tensor grad_x, Tensor b)", "f: result name 'grad_x' is reserved"),
+    ("f(Tensor self) -> int", "f: returns must be 'Tensor' or '(Tensor a, Tensor b, ...)', got 'int'"),
+])
+def test_several_results_schema_errors(schema, message):
+    from helpers import spec_error
+    from model import Loc
+    from parse import parse_schema
+    assert spec_error(parse_schema, schema, Loc("ops.yaml", 3)) == f"ops.yaml:3: {message}"
+
+
+def test_per_result_map_errors():
+    from helpers import spec_error
+    from parse import parse_ops
+    text = MULTI_OP + "  result_dtype: {c: i64}\n"
+    assert spec_error(parse_ops, text) == "ops.yaml:6: f: 'result_dtype' names unknown result 'c'"
+    text = MULTI_OP.replace("-> (Tensor a, Tensor b)", "-> Tensor") + "  shape: {a: [self.size(0)]}\n"
+    assert spec_error(parse_ops, text) == "ops.yaml:6: f: a per-result 'shape' map needs several results"

@@ -69,7 +69,7 @@ def test_schema_kwarg_only_arguments_may_follow_defaults_without_one():
 @pytest.mark.parametrize("schema, message", [
     ("add(Tensor self", "cannot parse schema 'add(Tensor self': expected name[.overload](args) -> Tensor"),
     ("Add(Tensor self) -> Tensor", "cannot parse schema 'Add(Tensor self) -> Tensor': expected name[.overload](args) -> Tensor"),
-    ("f(Tensor self) -> int", "f: only '-> Tensor' returns are supported, got 'int'"),
+    ("f(Tensor self) -> int", "f: returns must be 'Tensor' or '(Tensor a, Tensor b, ...)', got 'int'"),
     ("f(Tensor self, *, *, int a=1) -> Tensor", "f: '*' appears twice"),
     ("f(Tensor self, Tensor) -> Tensor", "f: cannot parse argument 'Tensor'"),
     ("f(Tensor self, string name) -> Tensor", "f: unknown type 'string' of argument 'name'"),
