@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from formula import c_default, c_default_none
 from model import DTYPE_SETS, DTYPES, Op
+from torch_cases import torch_case
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
 
@@ -166,6 +167,7 @@ class CaseBuilder:
                 "call": call, "inplace": inplace, "out": out,
                 "differentiable": "true" if lo.differentiable else "false",
                 "domain": f'"{op.domain}"' if op.domain else "NULL",
+                "torch": torch_case(len(self.cases), op, sample, f"{op.samples_loc} sample {si}"),
             })
         self.add_errors(lo, fn_full("function"))
 

@@ -142,7 +142,7 @@ class Op:
     doc: str
     derivative: Optional["Derivative"] = None
     # PyTorch reference for the differential tests: a Python expression over the argument names
-    # (None: torch.ops.aten.<name>.<overload> called with the arguments in schema order).
+    # (None: the overload packet torch.ops.aten.<name> called with the arguments in schema order).
     torch_ref: Optional[str] = None
     choices: dict = field(default_factory=dict)  # str argument -> its allowed values (ops.yaml `choices:`)
     # C name: the YAML name, plus the overload only where an earlier entry took the bare name
