@@ -207,8 +207,12 @@ class CaseBuilder:
                 f"    if (i != {k} || st != YT_OK)",
                 "        yt_release(o[i]);",
                 f"return st == YT_OK ? o[{k}] : NULL;"]))
+        where = f"{op.samples_loc} sample {si} result {r}"
+        torch = torch_case(len(self.cases), op, sample, where)
+        torch["expr"] = f"({torch['expr']})[{k}]"  # PyTorch returns the results as a tuple
         self.cases.append({
-            "op": op.schema.full_name, "where": f"{op.samples_loc} sample {si} result {r}", "inputs": specs,
+            "torch": torch,
+            "op": op.schema.full_name, "where": where, "inputs": specs,
             "call": call, "inplace": "NULL", "out": out,
             "differentiable": "true" if lo.differentiable and r in lo.diff_results else "false",
             "domain": f'"{op.domain}"' if op.domain else "NULL",
