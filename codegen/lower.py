@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
-from model import DTYPE_SETS, DTYPES, VARIANT_SUFFIX, Op, SpecError
+from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
 from pointwise import DTYPE_C, PointwiseExpr
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
@@ -50,6 +50,7 @@ def c_params_of_arg(a) -> list[str]:
         "dtype": [f"yt_dtype {a.name}"],
         "device": [f"yt_device {a.name}"],
         "str": [f"const char *{a.name}"],
+        "tensorlist": [f"yt_tensor *const *{a.name}", f"int {a.name}_len"],
         "generator": [f"yt_generator *{a.name}"],
     }[a.kind]
 
@@ -61,7 +62,7 @@ def c_args(op: Op) -> list[str]:
     """Argument names, in C parameter order (int[] expands to name, name_len)."""
     out = []
     for a in op.schema.args:
-        out += [a.name, f"{a.name}_len"] if a.kind == "intlist" else [a.name]
+        out += [a.name, f"{a.name}_len"] if a.kind in LIST_KINDS else [a.name]
     return out
 
 
@@ -72,7 +73,7 @@ def c_args_short(op: Op) -> list[str]:
         if a.has_default:
             out.append(c_default(a))
         else:
-            out += [a.name, f"{a.name}_len"] if a.kind == "intlist" else [a.name]
+            out += [a.name, f"{a.name}_len"] if a.kind in LIST_KINDS else [a.name]
     return out
 
 
@@ -115,7 +116,8 @@ class Body:
     def ret_fail(self, fail: str, code: str, fmt: str, args=(), indent: int = 2):
         """`return fail(code, "fmt", args...);` on one line; clang-format wraps it."""
         parts = [code, f'"{fmt}"'] + list(args)
-        self.lines.append("    " * indent + f"return {fail}({', '.join(parts)});")
+        close = ")" * fail.count("(")  # a wrapped call: yt__count_error(yt__fail_status(...))
+        self.lines.append("    " * indent + f"return {fail}({', '.join(parts)}){close};")
 
 
 # ---------------------------------------------------------------- checks (ops.yaml `checks:`)
@@ -188,8 +190,8 @@ class CheckCompiler:
             return self.term(f"{a.name}.size({i})", c, "%lld", f"(long long){c}")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
             a = s.arg(n.args[0].id) if n.args and isinstance(n.args[0], ast.Name) else None
-            if a is None or a.kind != "intlist":
-                self.fail("len() takes an int[] argument")
+            if a is None or a.kind not in LIST_KINDS:
+                self.fail("len() takes an int[] or Tensor[] argument")
             return self.term(f"len({a.name})", f"{a.name}_len", "%d", f"{a.name}_len")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "is_floating":
             if len(n.args) != 1 or n.keywords:
@@ -250,6 +252,9 @@ class OpLowering:
         d = op.derivative
         self.differentiable = d is not None and not d.not_differentiable and bool(d.formulas)
         self.grad_inputs = [f.input for f in d.formulas] if self.differentiable else []
+        self.grad_lists = [t for t in self.grad_inputs if self.s.arg(t).kind == "tensorlist"]
+        if len(self.grad_lists) > 1:
+            raise SpecError(d.loc, f"{self.s.full_name}: at most one Tensor[] argument may have a formula")
         self.results = list(self.s.results)
         self.diff_results = op.differentiable_results() if self.differentiable else []
         if self.differentiable and not self.diff_results:
@@ -286,7 +291,10 @@ class OpLowering:
     @property
     def first_tensor(self):
         """The tensor argument whose device (and, by default, dtype and shape) the result takes."""
-        return next((t for t in self.tensors if not self.s.arg(t).optional), None)
+        plain = next((t for t in self.tensors if not self.s.arg(t).optional), None)
+        if plain is None and self.s.list_args and not self.s.list_args[0].elem_optional:
+            return f"{self.s.list_args[0].name}[0]"  # checked non-empty by the prologue
+        return plain
 
     def choice_lines(self, b: Body, a, name: str, fail: str):
         """Validates a str argument against its choices; the argument then points at the static
@@ -317,6 +325,9 @@ class OpLowering:
         fail = "yt__fail_status" if status else "yt__fail"
         ret_null = "return yt__null_status" if status else "return yt__null_arg"
         bail = "return yt_errcode();" if status else "return NULL;"
+        if status == "count":  # -> Tensor[]: -1 on error
+            fail, ret_null, bail = "yt__count_error(yt__fail_status", "return yt__count_error(yt__null_status", \
+                "return -1;"
         self.fail, self.bail = fail, bail
         outs = (self.results if s.multi else ["out"]) if variant == "out" else []
         tensor_names = outs + self.tensors
@@ -324,7 +335,18 @@ class OpLowering:
             if s.arg(t) is not None and s.arg(t).optional:
                 continue  # NULL is None
             b(f"if ({t} == NULL)")
-            b(f'    {ret_null}("{name}", "{t}"); /* keeps an earlier error */')
+            b(f'    {ret_null}("{name}", "{t}"){")" * ret_null.count("(")}; /* keeps an earlier error */')
+        for a in s.list_args:
+            b(f"if ({a.name}_len < 0 || ({a.name} == NULL && {a.name}_len > 0))")
+            b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} has %d entries (expected >= 0, non-NULL when > 0)",
+                       [f"{a.name}_len"])
+            if self.first_tensor == f"{a.name}[0]":
+                b(f"if ({a.name}_len == 0)")
+                b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: expected a non-empty list of tensors in {a.name}")
+            if not a.elem_optional:
+                b(f"for (int i = 0; i < {a.name}_len; i++)")
+                b(f"    if ({a.name}[i] == NULL)")
+                b(f'        {ret_null}("{name}", "{a.name}"){")" * ret_null.count("(")}; /* keeps an earlier error */')
         for a in s.args:
             if a.kind == "scalar" and a.optional:
                 b(f"if ({a.name} != NULL && (unsigned){a.name}->kind > YT_SCALAR_FLOAT)")
@@ -344,21 +366,47 @@ class OpLowering:
                 cmp = "<" if a.optional else "<"
                 b(f"if ({a.name} {cmp} {low} || {a.name} >= {enum}_COUNT)")
                 b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name}=%d is not a valid {a.kind}", [f"(int){a.name}"])
+        first = self.first_tensor
+        for a in s.list_args:  # every element: dtype set, device, same_dtype
+            x = f"{a.name}[i]"
+            b(f"for (int i = 0; i < {a.name}_len; i++) {{")
+            if a.elem_optional:
+                b(f"    if ({x} == NULL)")
+                b("        continue; /* None */")
+            dset = op.dtypes[a.name]
+            if dset != DTYPE_SETS["all"]:
+                b(f"    if (!(YT_DTYPE_BIT({x}->dtype) & {dtype_mask_name(dset)}))")
+                b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {a.name}[%d] has dtype %s, expected {', '.join(dset)}",
+                           ["i", f"yt_dtype_name({x}->dtype)"], indent=3)
+            if first is not None and first != f"{a.name}[0]":
+                b(f"    if ({x}->device != {first}->device)")
+                b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {a.name}[%d] is on %s but {first} is on %s",
+                           ["i", f"yt_device_name({x}->device)", f"yt_device_name({first}->device)"], indent=3)
+            elif first is not None:
+                b(f"    if ({x}->device != {first}->device)")
+                b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {a.name}[%d] is on %s but {a.name}[0] is on %s",
+                           ["i", f"yt_device_name({x}->device)", f"yt_device_name({first}->device)"], indent=3)
+            if a.name in op.same_dtype:
+                ref = next((t for t in op.same_dtype if s.arg(t).kind == "tensor" and not s.arg(t).optional),
+                           f"{a.name}[0]")
+                b(f"    if ({x}->dtype != {ref}->dtype)")
+                b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {a.name}[%d] has dtype %s but {ref} has dtype %s",
+                           ["i", f"yt_dtype_name({x}->dtype)", f"yt_dtype_name({ref}->dtype)"], indent=3)
+            b("}")
         for t, dset in op.dtypes.items():
-            if dset == DTYPE_SETS["all"]:
+            if dset == DTYPE_SETS["all"] or s.arg(t).kind == "tensorlist":
                 continue
             b(f"if ({self.given(t)}!(YT_DTYPE_BIT({t}->dtype) & {dtype_mask_name(dset)}))")
             b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s, expected {', '.join(dset)}",
                        [f"yt_dtype_name({t}->dtype)"])
-        first = self.first_tensor
         for t in tensor_names:
             if t != first:
                 b(f"if ({self.given(t)}{t}->device != {first}->device)")
                 b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {t} is on %s but {first} is on %s",
                            [f"yt_device_name({t}->device)", f"yt_device_name({first}->device)"])
-        f0 = next((t for t in op.same_dtype if not s.arg(t).optional), None)
+        f0 = next((t for t in op.same_dtype if s.arg(t).kind == "tensor" and not s.arg(t).optional), None)
         for t in op.same_dtype:
-            if t == f0:
+            if t == f0 or s.arg(t).kind == "tensorlist":
                 continue
             b(f"if ({self.given(t)}{t}->dtype != {f0}->dtype)")
             b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s but {f0} has dtype %s",
@@ -382,7 +430,14 @@ class OpLowering:
         op = self.op
         tensors_p = [n for n in op.promote if self.s.arg(n).kind == "tensor"]
         scalars_p = [n for n in op.promote if self.s.arg(n).kind == "scalar"]
-        if op.promote:
+        lists_p = [n for n in op.promote if self.s.arg(n).kind == "tensorlist"]
+        if lists_p:
+            sc = ", ".join(scalars_p)
+            if scalars_p:
+                b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{sc}}};")
+            b(f"yt_dtype compute_dtype = yt__result_type({lists_p[0]}_len, {lists_p[0]}, {len(scalars_p)}, "
+              f"{'promote_scalars' if scalars_p else 'NULL'});")
+        elif op.promote:
             if len(tensors_p) == 1 and not scalars_p:
                 b(f"yt_dtype compute_dtype = {tensors_p[0]}->dtype;")
             else:
@@ -402,7 +457,7 @@ class OpLowering:
                     b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{', '.join(scalars_p)}}};")
                 b(f"yt_dtype compute_dtype = yt__result_type({len(tensors_p)}, promote_tensors, {n_scalars}, "
                   f"{'promote_scalars' if scalars_p else 'NULL'});")
-        elif self.tensors and (op.result_dtype in (None, "floating") or op.impl == "pointwise" or self.s.multi):
+        elif self.first_tensor and (op.result_dtype in (None, "floating") or op.impl == "pointwise" or self.s.multi):
             b(f"yt_dtype compute_dtype = {self.first_tensor}->dtype;")
         if self.s.multi:
             for r in self.s.results:
@@ -411,7 +466,7 @@ class OpLowering:
             return
         rd = op.result_dtype
         if rd is None:
-            if self.tensors or op.promote:
+            if self.first_tensor or op.promote:
                 b("yt_dtype result_dtype = compute_dtype;")
             else:
                 raise SpecError(op.loc, f"{self.s.full_name}: needs result_dtype (no tensor arguments)")
@@ -429,7 +484,7 @@ class OpLowering:
     def dtype_rule(self, rule) -> str:
         """C expression of one result's dtype (results of multi-result ops)."""
         if rule is None:
-            if not self.tensors and not self.op.promote:
+            if not self.first_tensor and not self.op.promote:
                 raise SpecError(self.op.loc, f"{self.s.full_name}: needs result_dtype (no tensor arguments)")
             return "compute_dtype"
         if rule == "floating":
@@ -445,7 +500,7 @@ class OpLowering:
         out = []
         for x in args:
             a = self.s.arg(x)
-            out += [x, f"{x}_len"] if a.kind == "intlist" else [x]
+            out += [x, f"{x}_len"] if a.kind in LIST_KINDS else [x]
         return out
 
     def shape_lines(self, b: Body, variant: str):
@@ -503,7 +558,7 @@ class OpLowering:
             b.ret_fail(self.fail, f'YT_ERR_{"VALUE" if _is_value_check(c.expr) else "SHAPE"}', fmt, args)
 
     def device_lines(self, b: Body):
-        if self.tensors:
+        if self.first_tensor:
             b(f"yt_device result_device = {self.first_tensor}->device;")
         else:
             b("yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;")
@@ -515,14 +570,16 @@ class OpLowering:
                    ["yt_device_name(result_device)"])
 
     def recording_line(self, b: Body, extra=()):
-        ins = self.grad_inputs
-        if not ins:
+        if not self.grad_inputs:
             return False
+        ins = [t for t in self.grad_inputs if self.s.arg(t).kind == "tensor"]
+        terms = [f"yt__any_requires_grad({t}_len, {t})" for t in self.grad_inputs if self.s.arg(t).kind != "tensor"]
         if len(ins) == 1:
-            b(f"bool recording = yt__any_requires_grad(1, &{ins[0]});")
-        else:
+            terms.insert(0, f"yt__any_requires_grad(1, &{ins[0]})")
+        elif ins:
             b(f"yt_tensor *const grad_inputs[{len(ins)}] = {{{', '.join(ins)}}};")
-            b(f"bool recording = yt__any_requires_grad({len(ins)}, grad_inputs);")
+            terms.insert(0, f"yt__any_requires_grad({len(ins)}, grad_inputs)")
+        b(f"bool recording = {' || '.join(terms)};")
         return True
 
     def casts(self, b: Body):
@@ -546,7 +603,7 @@ class OpLowering:
         for a in self.s.args:
             if a.kind == "tensor":
                 out.append(f"{a.name}_k" if a.name in casted else a.name)
-            elif a.kind == "intlist":
+            elif a.kind in LIST_KINDS:
                 out += [a.name, f"{a.name}_len"]
             else:
                 out.append(a.name)
@@ -560,7 +617,7 @@ class OpLowering:
     def record_call(self, result, self_value: str = "self") -> str:
         args = list(result) if isinstance(result, (list, tuple)) else [result]
         for a in self.record_args():
-            if a.kind == "intlist":
+            if a.kind in LIST_KINDS:
                 args += [a.name, f"{a.name}_len"]
             elif a.name == "self":
                 args.append(self_value)
@@ -666,6 +723,25 @@ class OpLowering:
         for r, n in zip(rs, news):
             b(f"*{r} = yt__scope_track({n});")
         b("return YT_OK;")
+        return b.lines
+
+    def body_list(self) -> list:
+        """-> Tensor[] (composite only): fills out[0 .. count) and returns the count, or -1."""
+        op = self.op
+        b = Body()
+        name = self.msg_name("function")
+        b("if (out_capacity < 0 || (out == NULL && out_capacity != 0))")
+        b.ret_fail("yt__count_error(yt__fail_status", "YT_ERR_VALUE",
+                   f"{name}: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+                   ["(long long)out_capacity"])
+        self.prologue(b, "function", "count")
+        self.checks(b, "function")
+        b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
+        b(f"int64_t count = {op.impl_fn}({', '.join(c_args(op) + ['out', 'out_capacity'])});")
+        b("yt__scope_resume();")
+        b("for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)")
+        b("    yt__scope_track(out[i]);")
+        b("return count;")
         return b.lines
 
     def body_multi_out(self) -> list:
@@ -783,7 +859,9 @@ class OpLowering:
     def body_short(self, variant: str) -> list:
         ret = "return " + self.fn_name(variant, True)
         args = self.out_params(variant, names=True) + c_args_short(self.op)
-        if self.s.multi and variant == "function":
+        if self.s.returns_list:
+            args += ["out", "out_capacity"]
+        elif self.s.multi and variant == "function":
             args += self.results
         return [f"    {ret}({', '.join(args)});"]
 
@@ -804,6 +882,10 @@ class OpLowering:
         elif variant == "out":
             lines.append("Writes the result into `out`, which must have the result's shape, and a dtype the result")
             lines.append("can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.")
+        elif s.returns_list:
+            lines.append("Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and")
+            lines.append("out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE")
+            lines.append("when out_capacity is below the count, naming it).")
         elif s.multi:
             lines.append(f"Stores new references to the results in *{', *'.join(self.results)} (in return order).")
             lines.append("Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.")
@@ -811,7 +893,8 @@ class OpLowering:
             kind = {"view": "a view sharing self's storage", "composite": "a new reference"}.get(op.impl, "a new tensor")
             lines.append(f"Returns: {kind} (new reference), or NULL with yt_errcode() set.")
         lines.append("Arguments are borrowed. A NULL tensor argument gives " +
-                     ("NULL" if variant == "function" and not s.multi else "its error code") +
+                     ("NULL" if variant == "function" and not s.multi and not s.returns_list else
+                      "-1" if s.returns_list else "its error code") +
                      ", keeping an earlier error.")
         return lines
 
@@ -821,8 +904,12 @@ class OpLowering:
                   (f"; backward from {self.op.derivative.loc}" if self.differentiable else "")]
         for variant in self.op.variants:
             ret = "yt_tensor *" if variant == "function" and not self.s.multi else "yt_status"
+            if self.s.returns_list:
+                ret = "int64_t"
             params = self.out_params(variant) + c_params(self.op, True) + self.result_params(variant)
-            if self.s.multi:
+            if self.s.returns_list:
+                body = self.body_list()
+            elif self.s.multi:
                 body = {"function": self.body_multi, "out": self.body_multi_out}[variant]()
             else:
                 body = {"function": self.body_function, "out": self.body_out, "inplace": self.body_inplace}[variant]()
@@ -842,7 +929,9 @@ class OpLowering:
         return rs if names else [f"yt_tensor *{r}" for r in rs]
 
     def result_params(self, variant: str) -> list:
-        """Trailing output pointers of a multi-result function."""
+        """Trailing output pointers of a multi-result function, or the array of a -> Tensor[] one."""
+        if self.s.returns_list:
+            return ["yt_tensor **out", "int64_t out_capacity"]
         return [f"yt_tensor **{r}" for r in self.results] if self.s.multi and variant == "function" else []
 
     # -- kernel declarations
@@ -861,9 +950,10 @@ class OpLowering:
                 "entries": table, "protos": protos}
 
     def impl_proto(self):
-        if self.s.multi and self.op.impl == "composite":
+        if (self.s.multi or self.s.returns_list) and self.op.impl == "composite":
             params = c_params(self.op, True) + self.result_params("function")
-            return f"yt_status {self.op.impl_fn}({', '.join(params)});"
+            ret = "int64_t" if self.s.returns_list else "yt_status"
+            return f"{ret} {self.op.impl_fn}({', '.join(params)});"
         if self.op.impl == "view" or self.op.impl == "composite":
             return f"yt_tensor *{self.op.impl_fn}({', '.join(c_params(self.op, True))});"
         return None
@@ -874,8 +964,14 @@ class OpLowering:
             return None
         op = self.op
         name = "".join(p.capitalize() for p in op.c_name.split("_")) + "Backward"
-        fields = []
+        fields = [f"int {t}_len; /* elements of {t}: inputs {len(self.tensors)}.. of the node */"
+                  for t in self.grad_lists]
         for sv in self.saved:
+            if sv.c_type == "yt_saved_list":
+                if sv.field not in self.grad_lists:
+                    fields.append(f"int {sv.field}_len;")
+                fields.append(f"yt_saved *{sv.field}; /* [{sv.field}_len]; used by: {', '.join(sv.used_by)} */")
+                continue
             if sv.c_type.startswith("optional "):
                 fields.append(f"bool {sv.field}_given; /* {sv.field} is not None */")
             fields.append(f"{sv.c_type.replace('optional ', '')} {sv.field}; /* used by: {', '.join(sv.used_by)} */")
@@ -885,19 +981,21 @@ class OpLowering:
         record_params = [f"yt_tensor *{r}" for r in self.results] + \
             [p for p, a in _params_with_args(op) if a.name in used]
         releases = [f"yt__saved_release(&node->{sv.field});" for sv in self.saved if sv.c_type == "yt_saved"]
+        releases += [f"yt__saved_list_release(&node->{sv.field}, node->{sv.field}_len);" for sv in self.saved
+                     if sv.c_type == "yt_saved_list"]
         return {
             "c_name": op.c_name,
             "kind_name": name,
             "op_name": self.s.name,
             "schema": self.s.text,
             "loc": str(op.derivative.loc),
-            "formulas": [{"input": f.input, "source": f.source, "index": f.index, "c_lines": f.c_lines}
+            "formulas": [{"input": f.input, "source": f.source, "cond": f.cond, "c_lines": f.c_lines}
                          for f in self.compiled],
             "fields": fields,
             "uses_node_in_backward": True,
             "record_params": record_params,
             "record_lines": record,
-            "n_inputs": n_in,
+            "n_inputs": " + ".join([str(n_in)] + [f"{t}_len" for t in self.grad_lists]) if self.grad_lists else n_in,
             "outputs": [(r, k) for k, r in enumerate(self.diff_results)],
             "releases": releases,
         }
@@ -909,10 +1007,20 @@ class OpLowering:
         for i, t in enumerate(self.tensors):
             if t in self.grad_inputs:
                 record.append(f"yt__node_set_edge(&node->base, {i}, {t});")
+        for t in self.grad_lists:  # one edge per element, after the plain tensors
+            record.append(f"node->{t}_len = {t}_len;")
+            record.append(f"for (int i = 0; i < {t}_len; i++)")
+            record.append(f"    yt__node_set_edge(&node->base, {len(self.tensors)} + i, {t}[i]);")
         for sv in self.saved:
-            cond = " || ".join(f"node->base.needs_grad[{tensor_index[u]}]" for u in sv.used_by)
+            cond = " || ".join(f"node->base.needs_grad[{tensor_index[u]}]" if u in tensor_index else
+                               f"yt__needs_any_grad(&node->base, {len(self.tensors)}, {u}_len)" for u in sv.used_by)
             src = sv.source
-            if sv.c_type == "yt_saved":
+            if sv.c_type == "yt_saved_list":  # a Tensor[] argument, element by element
+                if src not in self.grad_lists:
+                    record.append(f"node->{src}_len = {src}_len;")
+                record.append(f"if (status == YT_OK && ({cond}))")
+                record.append(f"    status = yt__saved_list_init(&node->{sv.field}, {src}, {src}_len);")
+            elif sv.c_type == "yt_saved":
                 # a differentiable result is saved without a reference back to this node
                 is_out = src in self.diff_results
                 nr = self.diff_results.index(src) if is_out else 0

@@ -41,7 +41,10 @@ ARG_KINDS = {
     "Device": "device",
     "str": "str",
     "Generator": "generator",
+    "Tensor[]": "tensorlist",  # also Tensor?[]: elements may be None (Arg.elem_optional)
 }
+
+LIST_KINDS = ("intlist", "tensorlist")  # C: a pointer and an int length (NAME, NAME_len)
 
 # Kinds that may be written with `?` (None allowed), and their C form when None:
 # int? YT_NONE, ScalarType? YT_DTYPE_NONE, Device? YT_DEVICE_NONE, everything else NULL.
@@ -74,6 +77,7 @@ class Arg:
     has_default: bool
     default: Any  # Python value of the default (None for `=None`)
     kwarg_only: bool
+    elem_optional: bool = False  # Tensor?[]: NULL elements are None
 
     @property
     def by_pointer(self) -> bool:
@@ -89,6 +93,7 @@ class Schema:
     returns: str  # "Tensor", "(Tensor values, Tensor indices)" or "Tensor[]"
     text: str  # the schema as written
     results: tuple = ("result",)  # result names, in return order ("result" for a single Tensor)
+    returns_list: bool = False  # -> Tensor[]: a composite filling a caller's array
 
     @property
     def multi(self) -> bool:
@@ -108,6 +113,11 @@ class Schema:
     @property
     def tensor_args(self) -> list[Arg]:
         return [a for a in self.args if a.kind == "tensor"]
+
+    @property
+    def list_args(self) -> list[Arg]:
+        """Tensor[] arguments."""
+        return [a for a in self.args if a.kind == "tensorlist"]
 
 
 @dataclass(frozen=True)

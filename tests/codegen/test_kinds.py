@@ -38,15 +38,26 @@ def flat(text):
     return re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", text))
 
 
+# Declarations the fixtures' shape rules would have in runtime/internal.h.
+FIXTURE_DECLS = """\
+#include "internal.h"
+yt_status yt__shape_fxcat(yt_shape *out, const char *op, yt_tensor *const *tensors, int tensors_len, int64_t dim);
+"""
+
+
 def compile_syntax(out, *files):
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
     gen_dir = os.path.join(out, "generated")
+    decls = os.path.join(out, "fixture_decls.h")
+    with open(decls, "w", encoding="utf-8") as f:
+        f.write(FIXTURE_DECLS)
     for f in files:
         r = subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-D_GNU_SOURCE",
                             f"-I{REPO}/include", f"-I{gen_dir}/include", f"-I{REPO}/runtime", f"-I{gen_dir}",
-                            f"-I{REPO}/tests/unit", os.path.join(gen_dir, f)], capture_output=True, text=True)
+                            f"-I{REPO}/tests/unit"] + (["-include", decls] if not f.startswith("tests/") else []) +
+                           [os.path.join(gen_dir, f)], capture_output=True, text=True)
         assert r.returncode == 0, f"{f}:\n{r.stderr}"
 
 
@@ -204,7 +215,7 @@ def test_several_results_derivative_errors(derivative, message):
     ("f(Tensor self) -> (Tensor a, int b)", "f: cannot parse result 'int b' (expected 'Tensor NAME')"),
     ("f(Tensor self) -> (Tensor self, Tensor b)", "f: result 'self' has the name of an argument"),
     ("f(Tensor self) -> (Tensor grad_x, Tensor b)", "f: result name 'grad_x' is reserved"),
-    ("f(Tensor self) -> int", "f: returns must be 'Tensor' or '(Tensor a, Tensor b, ...)', got 'int'"),
+    ("f(Tensor self) -> int", "f: returns must be 'Tensor', 'Tensor[]' or '(Tensor a, Tensor b, ...)', got 'int'"),
 ])
 def test_several_results_schema_errors(schema, message):
     from helpers import spec_error
@@ -220,3 +231,67 @@ def test_per_result_map_errors():
     assert spec_error(parse_ops, text) == "ops.yaml:6: f: 'result_dtype' names unknown result 'c'"
     text = MULTI_OP.replace("-> (Tensor a, Tensor b)", "-> Tensor") + "  shape: {a: [self.size(0)]}\n"
     assert spec_error(parse_ops, text) == "ops.yaml:6: f: a per-result 'shape' map needs several results"
+
+
+def test_tensor_lists(tmp_path):
+    out, files = generate(tmp_path, "lists")
+    h = flat(files["generated/include/yaten/ops.h"])
+    assert "yt_tensor *yt_fxcat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);" in h
+    assert "int64_t yt_fxsplit_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, " \
+        "int64_t out_capacity);" in h
+    assert "yt_tensor *yt_fxindex(yt_tensor *self, yt_tensor *const *indices, int indices_len);" in h
+    k = flat(files["generated/kernels.h"])
+    assert "int64_t yt__composite_fxsplit(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, " \
+        "int64_t out_capacity);" in k
+    assert "yt_status yt__cpu_fxcat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64_t dim);" in k
+    c = flat(files["generated/ops_shape.c"])
+    assert 'if (tensors_len == 0) return yt__fail(YT_ERR_VALUE, "fxcat: expected a non-empty list of tensors in ' \
+        'tensors");' in c
+    assert 'if (tensors[i] == NULL) return yt__null_arg("fxcat", "tensors");' in c
+    assert "yt_dtype compute_dtype = yt__result_type(tensors_len, tensors, 0, NULL);" in c
+    assert 'yt__wrap_dim(&dim, tensors[0]->dim, "fxcat", "dim")' in c
+    assert "bool recording = yt__any_requires_grad(tensors_len, tensors);" in c
+    assert "return yt__count_error(yt__null_status(\"fxsplit\", \"self\"));" in c
+    i = flat(files["generated/ops_index.c"])
+    assert "if (indices[i] == NULL) continue;" in i
+    assert 'fxindex: indices[%d] has dtype %s, expected u8, i8, i16, i32, i64' in i
+    a = flat(files["generated/autograd.c"])
+    assert "yt__node_new(&fxcat_node_kind, 0 + tensors_len, 1)" in a
+    assert "yt__node_set_edge(&node->base, 0 + i, tensors[i]);" in a
+    assert "int64_t n_grads = yt_fxcat_backward(grads[0], node->dim, tensors, node->tensors_len, out + 0, " \
+        "node->tensors_len);" in a
+    assert "status = yt__saved_list_init(&node->indices, indices, indices_len);" in a
+    t = flat(files["generated/tests/op_cases.c"])
+    assert "yt_tensor *const tensors[2] = {inputs[0], inputs[1]};" in t
+    assert "yt_tensor *const indices[2] = {NULL, inputs[1]};" in t
+    assert "return weighted_pieces(yt_fxsplit_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);" in t
+    assert "out_capacity below the count" in t
+    py = files["generated/tests/torch_cases.py"]
+    assert "def case_" in py and "tensors = [tensors_0, tensors_1]" in py and "indices = [None, indices_1]" in py
+    compile_syntax(out, "ops_shape.c", "ops_index.c", "ops_backward.c", "autograd.c", "tests/op_cases.c")
+
+
+@pytest.mark.parametrize("ops, derivative, message", [
+    ("- func: f(Tensor[] ts=None) -> Tensor\n", "",
+     "ops.yaml:1: f: argument 'ts' defaults to None but its type is not optional"),
+    ("- func: f(Tensor[]? ts=None) -> Tensor\n", "", "ops.yaml:1: f: optional 'Tensor[]?' is not supported (argument 'ts')"),
+    ("- func: f(Tensor self, *, Tensor[] ts=[]) -> Tensor\n", "",
+     "ops.yaml:1: f: argument 'ts': a list default needs an int[] argument"),
+    ("- func: f(Tensor self) -> Tensor[]\n  family: shape\n  dtypes: all\n  dispatch: {cpu: yt__cpu_f}\n  doc: F.\n",
+     "", "ops.yaml:1: f: '-> Tensor[]' ops must be composite"),
+    ("- func: f(Tensor[] ts) -> Tensor\n  family: shape\n  dtypes: floating\n  dispatch: {cpu: yt__cpu_f}\n"
+     "  doc: F.\n", "- name: f(Tensor[] ts) -> Tensor\n  ts: grad\n",
+     "derivatives.yaml:2: f: formula for 'ts': the gradient of a Tensor[] is a call to an op returning Tensor[] "
+     "(one per element)"),
+    ("- func: f(Tensor[] ts) -> Tensor\n  family: shape\n  dtypes: floating\n  dispatch: {cpu: yt__cpu_f}\n"
+     "  doc: F.\n", "- name: f(Tensor[] ts) -> Tensor\n  ts: neg(grad)\n",
+     "derivatives.yaml:2: f: formula for 'ts': 'neg' is not an op returning Tensor[]"),
+])
+def test_tensor_list_errors(ops, derivative, message):
+    from helpers import load, registry, spec_error
+    from lower import OpLowering
+
+    def run():
+        parsed = load(ops, derivative)
+        OpLowering(parsed[0], registry(parsed))
+    assert spec_error(run) == message
