@@ -25,14 +25,14 @@ FLOAT_FUNCS = {
     "exp": 1, "expm1": 1, "log": 1, "log1p": 1, "log2": 1, "sqrt": 1, "sin": 1, "cos": 1, "tanh": 1,
     "erf": 1, "fabs": 1, "pow": 2, "fmod": 2, "copysign": 2,
 }
-ROUNDING = {"floor", "ceil", "trunc", "nearbyint"}  # nearbyint: half to even (default rounding mode)
+ROUNDING = ("floor", "ceil", "trunc", "nearbyint")  # nearbyint: half to even (default rounding mode)
 CLASSIFY = {"isnan": "0", "isfinite": "1", "isinf": "0"}
 # kernels/cpu/pointwise_math.h helpers, one per compute type: yt__pw_NAME_SUFFIX
 HELPERS = {"abs": 1, "sign": 1, "maximum": 2, "minimum": 2, "remainder": 2, "floor_divide": 2,
            "trunc_divide": 2, "ipow": 2}
 HELPER_SUFFIX = {"float": "f", "double": "d", "int8_t": "i8", "int16_t": "i16", "int32_t": "i32",
                  "int64_t": "i64", "bool": "b"}
-INT_DIVISION = {"remainder", "floor_divide", "trunc_divide"}
+INT_DIVISION = ("remainder", "floor_divide", "trunc_divide")
 ARITY = {**FLOAT_FUNCS, **{f: 1 for f in ROUNDING}, **{f: 1 for f in CLASSIFY}, **HELPERS}
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _CMP = {ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.GtE: ">=", ast.LtE: "<=", ast.NotEq: "!="}
@@ -83,7 +83,7 @@ class PointwiseExpr:
                 self._validate(x)
         elif isinstance(n, ast.Call):
             if not isinstance(n.func, ast.Name) or n.func.id not in ARITY:
-                self._fail(f"unknown function; known: {', '.join(ARITY)}")
+                self._fail(f"unknown function '{ast.unparse(n.func)}'; known: {', '.join(ARITY)}")
             if len(n.args) != ARITY[n.func.id] or n.keywords:
                 self._fail(f"{n.func.id} takes {ARITY[n.func.id]} argument(s)")
             for x in n.args:

@@ -35,7 +35,8 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            out[i] = (bool)(self || (alpha && other));
+            const bool value = self || (alpha && other);
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -44,7 +45,8 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            out[i] = (bool)(self || (alpha && other));
+            const bool value = self || (alpha && other);
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -53,14 +55,16 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            out[i] = (bool)(self || (alpha && other));
+            const bool value = self || (alpha && other);
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self || (alpha && other));
+        const bool value = self || (alpha && other);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -78,7 +82,8 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -87,7 +92,8 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -96,14 +102,16 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (uint8_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(self + (alpha * other));
+        const int32_t value = self + (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -121,7 +129,8 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(self + (alpha * other));
+            const int8_t value = self + (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -130,7 +139,8 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(self + (alpha * other));
+            const int8_t value = self + (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -139,14 +149,16 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            out[i] = (int8_t)(self + (alpha * other));
+            const int8_t value = self + (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(self + (alpha * other));
+        const int8_t value = self + (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -164,7 +176,8 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(self + (alpha * other));
+            const int16_t value = self + (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -173,7 +186,8 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(self + (alpha * other));
+            const int16_t value = self + (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -182,14 +196,16 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            out[i] = (int16_t)(self + (alpha * other));
+            const int16_t value = self + (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(self + (alpha * other));
+        const int16_t value = self + (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -207,7 +223,8 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -216,7 +233,8 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -225,14 +243,16 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (int32_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(self + (alpha * other));
+        const int32_t value = self + (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -250,7 +270,8 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(self + (alpha * other));
+            const int64_t value = self + (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -259,7 +280,8 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(self + (alpha * other));
+            const int64_t value = self + (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -268,14 +290,16 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            out[i] = (int64_t)(self + (alpha * other));
+            const int64_t value = self + (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(self + (alpha * other));
+        const int64_t value = self + (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -293,7 +317,8 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -302,7 +327,8 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -311,14 +337,16 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_f16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self + (alpha * other));
+        const float value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -336,7 +364,8 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -345,7 +374,8 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -354,14 +384,16 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_bf16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self + (alpha * other));
+        const float value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -378,7 +410,8 @@ add_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = self + (alpha * other);
+            const float value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -387,7 +420,8 @@ add_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = self + (alpha * other);
+            const float value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -396,14 +430,16 @@ add_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = self + (alpha * other);
+            const float value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        *(float *)(data[0] + i * strides[0]) = self + (alpha * other);
+        const float value = self + (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -421,7 +457,8 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = self + (alpha * other);
+            const double value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -430,7 +467,8 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = self + (alpha * other);
+            const double value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -439,14 +477,16 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = self + (alpha * other);
+            const double value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        *(double *)(data[0] + i * strides[0]) = self + (alpha * other);
+        const double value = self + (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -498,13 +538,15 @@ add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            out[i] = (bool)(self || (alpha && other));
+            const bool value = self || (alpha && other);
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self || (alpha && other));
+        const bool value = self || (alpha && other);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -520,13 +562,15 @@ add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (uint8_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(self + (alpha * other));
+        const int32_t value = self + (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -542,13 +586,15 @@ add_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (int8_t)(self + (alpha * other));
+            const int8_t value = self + (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(self + (alpha * other));
+        const int8_t value = self + (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -564,13 +610,15 @@ add_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (int16_t)(self + (alpha * other));
+            const int16_t value = self + (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(self + (alpha * other));
+        const int16_t value = self + (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -586,13 +634,15 @@ add_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (int32_t)(self + (alpha * other));
+            const int32_t value = self + (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(self + (alpha * other));
+        const int32_t value = self + (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -608,13 +658,15 @@ add_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (int64_t)(self + (alpha * other));
+            const int64_t value = self + (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(self + (alpha * other));
+        const int64_t value = self + (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -630,13 +682,15 @@ add_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self + (alpha * other));
+        const float value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -652,13 +706,15 @@ add_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(self + (alpha * other));
+            const float value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self + (alpha * other));
+        const float value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -674,13 +730,15 @@ add_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = self + (alpha * other);
+            const float value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = self + (alpha * other);
+        const float value = self + (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -696,13 +754,15 @@ add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = self + (alpha * other);
+            const double value = self + (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = self + (alpha * other);
+        const double value = self + (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -757,7 +817,8 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -766,7 +827,8 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -775,14 +837,16 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (uint8_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(self - (alpha * other));
+        const int32_t value = self - (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -800,7 +864,8 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(self - (alpha * other));
+            const int8_t value = self - (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -809,7 +874,8 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(self - (alpha * other));
+            const int8_t value = self - (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -818,14 +884,16 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            out[i] = (int8_t)(self - (alpha * other));
+            const int8_t value = self - (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(self - (alpha * other));
+        const int8_t value = self - (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -843,7 +911,8 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(self - (alpha * other));
+            const int16_t value = self - (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -852,7 +921,8 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(self - (alpha * other));
+            const int16_t value = self - (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -861,14 +931,16 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            out[i] = (int16_t)(self - (alpha * other));
+            const int16_t value = self - (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(self - (alpha * other));
+        const int16_t value = self - (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -886,7 +958,8 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -895,7 +968,8 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -904,14 +978,16 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (int32_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(self - (alpha * other));
+        const int32_t value = self - (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -929,7 +1005,8 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(self - (alpha * other));
+            const int64_t value = self - (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -938,7 +1015,8 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(self - (alpha * other));
+            const int64_t value = self - (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -947,14 +1025,16 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            out[i] = (int64_t)(self - (alpha * other));
+            const int64_t value = self - (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(self - (alpha * other));
+        const int64_t value = self - (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -972,7 +1052,8 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -981,7 +1062,8 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -990,14 +1072,16 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_f16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self - (alpha * other));
+        const float value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -1015,7 +1099,8 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -1024,7 +1109,8 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -1033,14 +1119,16 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_bf16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self - (alpha * other));
+        const float value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -1057,7 +1145,8 @@ sub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = self - (alpha * other);
+            const float value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -1066,7 +1155,8 @@ sub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = self - (alpha * other);
+            const float value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -1075,14 +1165,16 @@ sub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = self - (alpha * other);
+            const float value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        *(float *)(data[0] + i * strides[0]) = self - (alpha * other);
+        const float value = self - (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -1100,7 +1192,8 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = self - (alpha * other);
+            const double value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -1109,7 +1202,8 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = self - (alpha * other);
+            const double value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
@@ -1118,14 +1212,16 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = self - (alpha * other);
+            const double value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        *(double *)(data[0] + i * strides[0]) = self - (alpha * other);
+        const double value = self - (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -1175,13 +1271,15 @@ sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (uint8_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(self - (alpha * other));
+        const int32_t value = self - (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -1197,13 +1295,15 @@ sub_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (int8_t)(self - (alpha * other));
+            const int8_t value = self - (alpha * other);
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(self - (alpha * other));
+        const int8_t value = self - (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -1219,13 +1319,15 @@ sub_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (int16_t)(self - (alpha * other));
+            const int16_t value = self - (alpha * other);
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(self - (alpha * other));
+        const int16_t value = self - (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -1241,13 +1343,15 @@ sub_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (int32_t)(self - (alpha * other));
+            const int32_t value = self - (alpha * other);
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(self - (alpha * other));
+        const int32_t value = self - (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -1263,13 +1367,15 @@ sub_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (int64_t)(self - (alpha * other));
+            const int64_t value = self - (alpha * other);
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(self - (alpha * other));
+        const int64_t value = self - (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -1285,13 +1391,15 @@ sub_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self - (alpha * other));
+        const float value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -1307,13 +1415,15 @@ sub_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(self - (alpha * other));
+            const float value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self - (alpha * other));
+        const float value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -1329,13 +1439,15 @@ sub_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = self - (alpha * other);
+            const float value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = self - (alpha * other);
+        const float value = self - (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -1351,13 +1463,15 @@ sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = self - (alpha * other);
+            const double value = self - (alpha * other);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = self - (alpha * other);
+        const double value = self - (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -1407,13 +1521,15 @@ rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (uint8_t)(other - self);
+            const int32_t value = other - self;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(other - self);
+        const int32_t value = other - self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -1428,13 +1544,15 @@ rsub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (int8_t)(other - self);
+            const int8_t value = other - self;
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(other - self);
+        const int8_t value = other - self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -1449,13 +1567,15 @@ rsub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (int16_t)(other - self);
+            const int16_t value = other - self;
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(other - self);
+        const int16_t value = other - self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -1470,13 +1590,15 @@ rsub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (int32_t)(other - self);
+            const int32_t value = other - self;
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(other - self);
+        const int32_t value = other - self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -1491,13 +1613,15 @@ rsub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (int64_t)(other - self);
+            const int64_t value = other - self;
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(other - self);
+        const int64_t value = other - self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -1512,13 +1636,15 @@ rsub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(other - self);
+            const float value = other - self;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(other - self);
+        const float value = other - self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -1533,13 +1659,15 @@ rsub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(other - self);
+            const float value = other - self;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(other - self);
+        const float value = other - self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -1554,13 +1682,15 @@ rsub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = other - self;
+            const float value = other - self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = other - self;
+        const float value = other - self;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -1575,13 +1705,15 @@ rsub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = other - self;
+            const double value = other - self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = other - self;
+        const double value = other - self;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -1631,7 +1763,8 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            out[i] = (bool)(self && other);
+            const bool value = self && other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -1640,7 +1773,8 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            out[i] = (bool)(self && other);
+            const bool value = self && other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -1649,14 +1783,16 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            out[i] = (bool)(self && other);
+            const bool value = self && other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self && other);
+        const bool value = self && other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -1673,7 +1809,8 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -1682,7 +1819,8 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -1691,14 +1829,16 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (uint8_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(self * other);
+        const int32_t value = self * other;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -1715,7 +1855,8 @@ mul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(self * other);
+            const int8_t value = self * other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -1724,7 +1865,8 @@ mul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(self * other);
+            const int8_t value = self * other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -1733,14 +1875,16 @@ mul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            out[i] = (int8_t)(self * other);
+            const int8_t value = self * other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(self * other);
+        const int8_t value = self * other;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -1757,7 +1901,8 @@ mul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(self * other);
+            const int16_t value = self * other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -1766,7 +1911,8 @@ mul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(self * other);
+            const int16_t value = self * other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -1775,14 +1921,16 @@ mul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            out[i] = (int16_t)(self * other);
+            const int16_t value = self * other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(self * other);
+        const int16_t value = self * other;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -1799,7 +1947,8 @@ mul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -1808,7 +1957,8 @@ mul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -1817,14 +1967,16 @@ mul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (int32_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(self * other);
+        const int32_t value = self * other;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -1841,7 +1993,8 @@ mul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(self * other);
+            const int64_t value = self * other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -1850,7 +2003,8 @@ mul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(self * other);
+            const int64_t value = self * other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -1859,14 +2013,16 @@ mul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            out[i] = (int64_t)(self * other);
+            const int64_t value = self * other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(self * other);
+        const int64_t value = self * other;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -1883,7 +2039,8 @@ mul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -1892,7 +2049,8 @@ mul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -1901,14 +2059,16 @@ mul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_f16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self * other);
+        const float value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -1925,7 +2085,8 @@ mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -1934,7 +2095,8 @@ mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -1943,14 +2105,16 @@ mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_bf16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self * other);
+        const float value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -1966,7 +2130,8 @@ mul_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = self * other;
+            const float value = self * other;
+            out[i] = value;
         }
         return;
     }
@@ -1975,7 +2140,8 @@ mul_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = self * other;
+            const float value = self * other;
+            out[i] = value;
         }
         return;
     }
@@ -1984,14 +2150,16 @@ mul_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = self * other;
+            const float value = self * other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        *(float *)(data[0] + i * strides[0]) = self * other;
+        const float value = self * other;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2008,7 +2176,8 @@ mul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = self * other;
+            const double value = self * other;
+            out[i] = value;
         }
         return;
     }
@@ -2017,7 +2186,8 @@ mul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = self * other;
+            const double value = self * other;
+            out[i] = value;
         }
         return;
     }
@@ -2026,14 +2196,16 @@ mul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = self * other;
+            const double value = self * other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        *(double *)(data[0] + i * strides[0]) = self * other;
+        const double value = self * other;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2082,13 +2254,15 @@ mul_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            out[i] = (bool)(self && other);
+            const bool value = self && other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self && other);
+        const bool value = self && other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -2103,13 +2277,15 @@ mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (uint8_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(self * other);
+        const int32_t value = self * other;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -2124,13 +2300,15 @@ mul_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (int8_t)(self * other);
+            const int8_t value = self * other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(self * other);
+        const int8_t value = self * other;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -2145,13 +2323,15 @@ mul_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (int16_t)(self * other);
+            const int16_t value = self * other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(self * other);
+        const int16_t value = self * other;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -2166,13 +2346,15 @@ mul_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (int32_t)(self * other);
+            const int32_t value = self * other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(self * other);
+        const int32_t value = self * other;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -2187,13 +2369,15 @@ mul_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (int64_t)(self * other);
+            const int64_t value = self * other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(self * other);
+        const int64_t value = self * other;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -2208,13 +2392,15 @@ mul_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self * other);
+        const float value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -2229,13 +2415,15 @@ mul_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(self * other);
+            const float value = self * other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self * other);
+        const float value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -2250,13 +2438,15 @@ mul_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = self * other;
+            const float value = self * other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = self * other;
+        const float value = self * other;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2271,13 +2461,15 @@ mul_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = self * other;
+            const double value = self * other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = self * other;
+        const double value = self * other;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2330,7 +2522,8 @@ div_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -2339,7 +2532,8 @@ div_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -2348,14 +2542,16 @@ div_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_f16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self / other);
+        const float value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -2372,7 +2568,8 @@ div_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -2381,7 +2578,8 @@ div_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -2390,14 +2588,16 @@ div_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_bf16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self / other);
+        const float value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -2413,7 +2613,8 @@ div_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = self / other;
+            const float value = self / other;
+            out[i] = value;
         }
         return;
     }
@@ -2422,7 +2623,8 @@ div_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = self / other;
+            const float value = self / other;
+            out[i] = value;
         }
         return;
     }
@@ -2431,14 +2633,16 @@ div_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = self / other;
+            const float value = self / other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        *(float *)(data[0] + i * strides[0]) = self / other;
+        const float value = self / other;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2455,7 +2659,8 @@ div_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = self / other;
+            const double value = self / other;
+            out[i] = value;
         }
         return;
     }
@@ -2464,7 +2669,8 @@ div_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = self / other;
+            const double value = self / other;
+            out[i] = value;
         }
         return;
     }
@@ -2473,14 +2679,16 @@ div_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = self / other;
+            const double value = self / other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        *(double *)(data[0] + i * strides[0]) = self / other;
+        const double value = self / other;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2517,13 +2725,15 @@ div_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self / other);
+        const float value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -2538,13 +2748,15 @@ div_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(self / other);
+            const float value = self / other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self / other);
+        const float value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -2559,13 +2771,15 @@ div_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = self / other;
+            const float value = self / other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = self / other;
+        const float value = self / other;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2580,13 +2794,15 @@ div_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = self / other;
+            const double value = self / other;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = self / other;
+        const double value = self / other;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2624,13 +2840,15 @@ neg_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (uint8_t)(-self);
+            const int32_t value = -self;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(-self);
+        const int32_t value = -self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -2644,13 +2862,15 @@ neg_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (int8_t)(-self);
+            const int8_t value = -self;
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(-self);
+        const int8_t value = -self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -2664,13 +2884,15 @@ neg_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (int16_t)(-self);
+            const int16_t value = -self;
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(-self);
+        const int16_t value = -self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -2684,13 +2906,15 @@ neg_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (int32_t)(-self);
+            const int32_t value = -self;
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(-self);
+        const int32_t value = -self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -2704,13 +2928,15 @@ neg_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (int64_t)(-self);
+            const int64_t value = -self;
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(-self);
+        const int64_t value = -self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -2724,13 +2950,15 @@ neg_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(-self);
+            const float value = -self;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(-self);
+        const float value = -self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -2744,13 +2972,15 @@ neg_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(-self);
+            const float value = -self;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(-self);
+        const float value = -self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -2764,13 +2994,15 @@ neg_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = -self;
+            const float value = -self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = -self;
+        const float value = -self;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2784,13 +3016,15 @@ neg_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = -self;
+            const double value = -self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = -self;
+        const double value = -self;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2837,13 +3071,15 @@ pow_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(powf(self, exponent));
+        const float value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -2858,13 +3094,15 @@ pow_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(powf(self, exponent));
+        const float value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -2879,13 +3117,15 @@ pow_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = powf(self, exponent);
+            const float value = powf(self, exponent);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = powf(self, exponent);
+        const float value = powf(self, exponent);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2900,13 +3140,15 @@ pow_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = pow(self, exponent);
+            const double value = pow(self, exponent);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = pow(self, exponent);
+        const double value = pow(self, exponent);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -2947,7 +3189,8 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float exponent = yt__f16_to_f32(exponent_p[i]);
-            out[i] = yt__f32_to_f16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -2956,7 +3199,8 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float exponent = yt__f16_to_f32(exponent_p[i]);
-            out[i] = yt__f32_to_f16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -2965,14 +3209,16 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float exponent = yt__f16_to_f32(exponent_p[0]);
-            out[i] = yt__f32_to_f16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float exponent = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(powf(self, exponent));
+        const float value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -2989,7 +3235,8 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, cons
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float exponent = yt__bf16_to_f32(exponent_p[i]);
-            out[i] = yt__f32_to_bf16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -2998,7 +3245,8 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, cons
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float exponent = yt__bf16_to_f32(exponent_p[i]);
-            out[i] = yt__f32_to_bf16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -3007,14 +3255,16 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, cons
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float exponent = yt__bf16_to_f32(exponent_p[0]);
-            out[i] = yt__f32_to_bf16(powf(self, exponent));
+            const float value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float exponent = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(powf(self, exponent));
+        const float value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3030,7 +3280,8 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float exponent = exponent_p[i];
-            out[i] = powf(self, exponent);
+            const float value = powf(self, exponent);
+            out[i] = value;
         }
         return;
     }
@@ -3039,7 +3290,8 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float exponent = exponent_p[i];
-            out[i] = powf(self, exponent);
+            const float value = powf(self, exponent);
+            out[i] = value;
         }
         return;
     }
@@ -3048,14 +3300,16 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float exponent = exponent_p[0];
-            out[i] = powf(self, exponent);
+            const float value = powf(self, exponent);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float exponent = *(const float *)(data[2] + i * strides[2]);
-        *(float *)(data[0] + i * strides[0]) = powf(self, exponent);
+        const float value = powf(self, exponent);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3072,7 +3326,8 @@ pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double exponent = exponent_p[i];
-            out[i] = pow(self, exponent);
+            const double value = pow(self, exponent);
+            out[i] = value;
         }
         return;
     }
@@ -3081,7 +3336,8 @@ pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double exponent = exponent_p[i];
-            out[i] = pow(self, exponent);
+            const double value = pow(self, exponent);
+            out[i] = value;
         }
         return;
     }
@@ -3090,14 +3346,16 @@ pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double exponent = exponent_p[0];
-            out[i] = pow(self, exponent);
+            const double value = pow(self, exponent);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double exponent = *(const double *)(data[2] + i * strides[2]);
-        *(double *)(data[0] + i * strides[0]) = pow(self, exponent);
+        const double value = pow(self, exponent);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3133,13 +3391,15 @@ exp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(expf(self));
+            const float value = expf(self);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(expf(self));
+        const float value = expf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -3153,13 +3413,15 @@ exp_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(expf(self));
+            const float value = expf(self);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(expf(self));
+        const float value = expf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3173,13 +3435,15 @@ exp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = expf(self);
+            const float value = expf(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = expf(self);
+        const float value = expf(self);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3193,13 +3457,15 @@ exp_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = exp(self);
+            const double value = exp(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = exp(self);
+        const double value = exp(self);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3235,13 +3501,15 @@ log_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(logf(self));
+            const float value = logf(self);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(logf(self));
+        const float value = logf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -3255,13 +3523,15 @@ log_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(logf(self));
+            const float value = logf(self);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(logf(self));
+        const float value = logf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3275,13 +3545,15 @@ log_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = logf(self);
+            const float value = logf(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = logf(self);
+        const float value = logf(self);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3295,13 +3567,15 @@ log_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = log(self);
+            const double value = log(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = log(self);
+        const double value = log(self);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3337,13 +3611,15 @@ sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(sqrtf(self));
+            const float value = sqrtf(self);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(sqrtf(self));
+        const float value = sqrtf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -3357,13 +3633,15 @@ sqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(sqrtf(self));
+            const float value = sqrtf(self);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(sqrtf(self));
+        const float value = sqrtf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3377,13 +3655,15 @@ sqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = sqrtf(self);
+            const float value = sqrtf(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = sqrtf(self);
+        const float value = sqrtf(self);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3397,13 +3677,15 @@ sqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = sqrt(self);
+            const double value = sqrt(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = sqrt(self);
+        const double value = sqrt(self);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3439,13 +3721,15 @@ relu_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (uint8_t)((self < (int32_t)0) ? (int32_t)0 : self);
+            const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)((self < (int32_t)0) ? (int32_t)0 : self);
+        const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -3459,13 +3743,15 @@ relu_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (int8_t)((self < (int8_t)0) ? (int8_t)0 : self);
+            const int8_t value = (self < (int8_t)0) ? (int8_t)0 : self;
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)((self < (int8_t)0) ? (int8_t)0 : self);
+        const int8_t value = (self < (int8_t)0) ? (int8_t)0 : self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -3479,13 +3765,15 @@ relu_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (int16_t)((self < (int16_t)0) ? (int16_t)0 : self);
+            const int16_t value = (self < (int16_t)0) ? (int16_t)0 : self;
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)((self < (int16_t)0) ? (int16_t)0 : self);
+        const int16_t value = (self < (int16_t)0) ? (int16_t)0 : self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -3499,13 +3787,15 @@ relu_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (int32_t)((self < (int32_t)0) ? (int32_t)0 : self);
+            const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)((self < (int32_t)0) ? (int32_t)0 : self);
+        const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -3519,13 +3809,15 @@ relu_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (int64_t)((self < (int64_t)0) ? (int64_t)0 : self);
+            const int64_t value = (self < (int64_t)0) ? (int64_t)0 : self;
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)((self < (int64_t)0) ? (int64_t)0 : self);
+        const int64_t value = (self < (int64_t)0) ? (int64_t)0 : self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -3539,14 +3831,15 @@ relu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16((self < (float)0) ? (float)0 : self);
+            const float value = (self < (float)0) ? (float)0 : self;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) =
-            yt__f32_to_f16((self < (float)0) ? (float)0 : self);
+        const float value = (self < (float)0) ? (float)0 : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -3560,14 +3853,15 @@ relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16((self < (float)0) ? (float)0 : self);
+            const float value = (self < (float)0) ? (float)0 : self;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) =
-            yt__f32_to_bf16((self < (float)0) ? (float)0 : self);
+        const float value = (self < (float)0) ? (float)0 : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3581,13 +3875,15 @@ relu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = (self < (float)0) ? (float)0 : self;
+            const float value = (self < (float)0) ? (float)0 : self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = (self < (float)0) ? (float)0 : self;
+        const float value = (self < (float)0) ? (float)0 : self;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3601,13 +3897,15 @@ relu_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = (self < (double)0) ? (double)0 : self;
+            const double value = (self < (double)0) ? (double)0 : self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = (self < (double)0) ? (double)0 : self;
+        const double value = (self < (double)0) ? (double)0 : self;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3653,14 +3951,15 @@ sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16((float)1 / ((float)1 + expf(-self)));
+            const float value = (float)1 / ((float)1 + expf(-self));
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) =
-            yt__f32_to_f16((float)1 / ((float)1 + expf(-self)));
+        const float value = (float)1 / ((float)1 + expf(-self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -3674,14 +3973,15 @@ sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16((float)1 / ((float)1 + expf(-self)));
+            const float value = (float)1 / ((float)1 + expf(-self));
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) =
-            yt__f32_to_bf16((float)1 / ((float)1 + expf(-self)));
+        const float value = (float)1 / ((float)1 + expf(-self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3695,13 +3995,15 @@ sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = (float)1 / ((float)1 + expf(-self));
+            const float value = (float)1 / ((float)1 + expf(-self));
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = (float)1 / ((float)1 + expf(-self));
+        const float value = (float)1 / ((float)1 + expf(-self));
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3715,13 +4017,15 @@ sigmoid_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = (double)1 / ((double)1 + exp(-self));
+            const double value = (double)1 / ((double)1 + exp(-self));
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = (double)1 / ((double)1 + exp(-self));
+        const double value = (double)1 / ((double)1 + exp(-self));
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3757,13 +4061,15 @@ tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(tanhf(self));
+            const float value = tanhf(self);
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(tanhf(self));
+        const float value = tanhf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -3777,13 +4083,15 @@ tanh_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(tanhf(self));
+            const float value = tanhf(self);
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(tanhf(self));
+        const float value = tanhf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3797,13 +4105,15 @@ tanh_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = tanhf(self);
+            const float value = tanhf(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = tanhf(self);
+        const float value = tanhf(self);
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3817,13 +4127,15 @@ tanh_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = tanh(self);
+            const double value = tanh(self);
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = tanh(self);
+        const double value = tanh(self);
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3859,14 +4171,15 @@ softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16((self > (float)20) ? self : logf((float)1 + expf(self)));
+            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) =
-            yt__f32_to_f16((self > (float)20) ? self : logf((float)1 + expf(self)));
+        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -3880,14 +4193,15 @@ softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16((self > (float)20) ? self : logf((float)1 + expf(self)));
+            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) =
-            yt__f32_to_bf16((self > (float)20) ? self : logf((float)1 + expf(self)));
+        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -3901,14 +4215,15 @@ softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = (self > (float)20) ? self : logf((float)1 + expf(self));
+            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) =
-            (self > (float)20) ? self : logf((float)1 + expf(self));
+        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3922,14 +4237,15 @@ softplus_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = (self > (double)20) ? self : log((double)1 + exp(self));
+            const double value = (self > (double)20) ? self : log((double)1 + exp(self));
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) =
-            (self > (double)20) ? self : log((double)1 + exp(self));
+        const double value = (self > (double)20) ? self : log((double)1 + exp(self));
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -3965,13 +4281,15 @@ clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            out[i] = (bool)(self);
+            const bool value = self;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self);
+        const bool value = self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -3985,13 +4303,15 @@ clone_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (uint8_t)(self);
+            const int32_t value = self;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(self);
+        const int32_t value = self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -4005,13 +4325,15 @@ clone_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (int8_t)(self);
+            const int8_t value = self;
+            out[i] = (int8_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(self);
+        const int8_t value = self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -4025,13 +4347,15 @@ clone_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (int16_t)(self);
+            const int16_t value = self;
+            out[i] = (int16_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(self);
+        const int16_t value = self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -4045,13 +4369,15 @@ clone_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (int32_t)(self);
+            const int32_t value = self;
+            out[i] = (int32_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(self);
+        const int32_t value = self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -4065,13 +4391,15 @@ clone_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (int64_t)(self);
+            const int64_t value = self;
+            out[i] = (int64_t)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(self);
+        const int64_t value = self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -4085,13 +4413,15 @@ clone_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_f16(self);
+            const float value = self;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(self);
+        const float value = self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -4105,13 +4435,15 @@ clone_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = yt__f32_to_bf16(self);
+            const float value = self;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(self);
+        const float value = self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -4125,13 +4457,15 @@ clone_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = self;
+            const float value = self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(float *)(data[0] + i * strides[0]) = self;
+        const float value = self;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -4145,13 +4479,15 @@ clone_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = self;
+            const double value = self;
+            out[i] = value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(double *)(data[0] + i * strides[0]) = self;
+        const double value = self;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -4201,7 +4537,8 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            out[i] = (bool)(self == other);
+            const bool value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4210,7 +4547,8 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            out[i] = (bool)(self == other);
+            const bool value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4219,14 +4557,16 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            out[i] = (bool)(self == other);
+            const bool value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const bool value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4243,7 +4583,8 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4252,7 +4593,8 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4261,14 +4603,16 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int32_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4285,7 +4629,8 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int8_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4294,7 +4639,8 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int8_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4303,14 +4649,16 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            out[i] = (bool)(self == other);
+            const int8_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int8_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4327,7 +4675,8 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int16_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4336,7 +4685,8 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int16_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4345,14 +4695,16 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            out[i] = (bool)(self == other);
+            const int16_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int16_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4369,7 +4721,8 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4378,7 +4731,8 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4387,14 +4741,16 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int32_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4411,7 +4767,8 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int64_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4420,7 +4777,8 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            out[i] = (bool)(self == other);
+            const int64_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4429,14 +4787,16 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            out[i] = (bool)(self == other);
+            const int64_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int64_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4453,7 +4813,8 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4462,7 +4823,8 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4471,14 +4833,16 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const float value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4495,7 +4859,8 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4504,7 +4869,8 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4513,14 +4879,16 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const float value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4536,7 +4904,8 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4545,7 +4914,8 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4554,14 +4924,16 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const float value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4578,7 +4950,8 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = (bool)(self == other);
+            const double value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4587,7 +4960,8 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = (bool)(self == other);
+            const double value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4596,14 +4970,16 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = (bool)(self == other);
+            const double value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const double value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4652,13 +5028,15 @@ eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            out[i] = (bool)(self == other);
+            const bool value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const bool value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4673,13 +5051,15 @@ eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int32_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4694,13 +5074,15 @@ eq_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (bool)(self == other);
+            const int8_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int8_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4715,13 +5097,15 @@ eq_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (bool)(self == other);
+            const int16_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int16_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4736,13 +5120,15 @@ eq_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (bool)(self == other);
+            const int32_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int32_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4757,13 +5143,15 @@ eq_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (bool)(self == other);
+            const int64_t value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const int64_t value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4778,13 +5166,15 @@ eq_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const float value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4799,13 +5189,15 @@ eq_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const float value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4820,13 +5212,15 @@ eq_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = (bool)(self == other);
+            const float value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const float value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4841,13 +5235,15 @@ eq_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = (bool)(self == other);
+            const double value = self == other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self == other);
+        const double value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4899,7 +5295,8 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            out[i] = (bool)(self < other);
+            const bool value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4908,7 +5305,8 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            out[i] = (bool)(self < other);
+            const bool value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4917,14 +5315,16 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            out[i] = (bool)(self < other);
+            const bool value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const bool value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4941,7 +5341,8 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4950,7 +5351,8 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4959,14 +5361,16 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int32_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -4983,7 +5387,8 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int8_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -4992,7 +5397,8 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int8_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5001,14 +5407,16 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            out[i] = (bool)(self < other);
+            const int8_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int8_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5025,7 +5433,8 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int16_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5034,7 +5443,8 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int16_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5043,14 +5453,16 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            out[i] = (bool)(self < other);
+            const int16_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int16_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5067,7 +5479,8 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5076,7 +5489,8 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5085,14 +5499,16 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int32_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5109,7 +5525,8 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int64_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5118,7 +5535,8 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            out[i] = (bool)(self < other);
+            const int64_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5127,14 +5545,16 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            out[i] = (bool)(self < other);
+            const int64_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int64_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5151,7 +5571,8 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5160,7 +5581,8 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5169,14 +5591,16 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const float value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5193,7 +5617,8 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5202,7 +5627,8 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5211,14 +5637,16 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const float value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5234,7 +5662,8 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5243,7 +5672,8 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5252,14 +5682,16 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const float value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5276,7 +5708,8 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = (bool)(self < other);
+            const double value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5285,7 +5718,8 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = (bool)(self < other);
+            const double value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5294,14 +5728,16 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = (bool)(self < other);
+            const double value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const double value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5350,13 +5786,15 @@ lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            out[i] = (bool)(self < other);
+            const bool value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const bool value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5371,13 +5809,15 @@ lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int32_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5392,13 +5832,15 @@ lt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (bool)(self < other);
+            const int8_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int8_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5413,13 +5855,15 @@ lt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (bool)(self < other);
+            const int16_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int16_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5434,13 +5878,15 @@ lt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (bool)(self < other);
+            const int32_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int32_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5455,13 +5901,15 @@ lt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (bool)(self < other);
+            const int64_t value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const int64_t value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5476,13 +5924,15 @@ lt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const float value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5497,13 +5947,15 @@ lt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const float value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5518,13 +5970,15 @@ lt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = (bool)(self < other);
+            const float value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const float value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5539,13 +5993,15 @@ lt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = (bool)(self < other);
+            const double value = self < other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self < other);
+        const double value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5597,7 +6053,8 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            out[i] = (bool)(self > other);
+            const bool value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5606,7 +6063,8 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            out[i] = (bool)(self > other);
+            const bool value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5615,14 +6073,16 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            out[i] = (bool)(self > other);
+            const bool value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const bool value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5639,7 +6099,8 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5648,7 +6109,8 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5657,14 +6119,16 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int32_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5681,7 +6145,8 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int8_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5690,7 +6155,8 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int8_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5699,14 +6165,16 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            out[i] = (bool)(self > other);
+            const int8_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int8_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5723,7 +6191,8 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int16_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5732,7 +6201,8 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int16_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5741,14 +6211,16 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            out[i] = (bool)(self > other);
+            const int16_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int16_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5765,7 +6237,8 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5774,7 +6247,8 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5783,14 +6257,16 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int32_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5807,7 +6283,8 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int64_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5816,7 +6293,8 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            out[i] = (bool)(self > other);
+            const int64_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5825,14 +6303,16 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            out[i] = (bool)(self > other);
+            const int64_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int64_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5849,7 +6329,8 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5858,7 +6339,8 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5867,14 +6349,16 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const float value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5891,7 +6375,8 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5900,7 +6385,8 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5909,14 +6395,16 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const float value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5932,7 +6420,8 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5941,7 +6430,8 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5950,14 +6440,16 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const float value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -5974,7 +6466,8 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = (bool)(self > other);
+            const double value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5983,7 +6476,8 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = (bool)(self > other);
+            const double value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -5992,14 +6486,16 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = (bool)(self > other);
+            const double value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const double value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6048,13 +6544,15 @@ gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            out[i] = (bool)(self > other);
+            const bool value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const bool value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6069,13 +6567,15 @@ gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int32_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6090,13 +6590,15 @@ gt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            out[i] = (bool)(self > other);
+            const int8_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int8_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6111,13 +6613,15 @@ gt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            out[i] = (bool)(self > other);
+            const int16_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int16_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6132,13 +6636,15 @@ gt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            out[i] = (bool)(self > other);
+            const int32_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int32_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6153,13 +6659,15 @@ gt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            out[i] = (bool)(self > other);
+            const int64_t value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const int64_t value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6174,13 +6682,15 @@ gt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const float value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6195,13 +6705,15 @@ gt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const float value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6216,13 +6728,15 @@ gt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            out[i] = (bool)(self > other);
+            const float value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const float value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6237,13 +6751,15 @@ gt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            out[i] = (bool)(self > other);
+            const double value = self > other;
+            out[i] = (bool)(value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(self > other);
+        const double value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6298,7 +6814,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const bool self = self_p[i];
             const bool other = other_p[i];
-            out[i] = (bool)(condition ? self : other);
+            const bool value = condition ? self : other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -6309,7 +6826,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const bool self = self_p[i];
             const bool other = other_p[i];
-            out[i] = (bool)(condition ? self : other);
+            const bool value = condition ? self : other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -6320,7 +6838,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const bool self = self_p[0];
             const bool other = other_p[i];
-            out[i] = (bool)(condition ? self : other);
+            const bool value = condition ? self : other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -6331,7 +6850,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const bool self = self_p[i];
             const bool other = other_p[0];
-            out[i] = (bool)(condition ? self : other);
+            const bool value = condition ? self : other;
+            out[i] = (bool)(value);
         }
         return;
     }
@@ -6339,7 +6859,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const bool self = *(const bool *)(data[2] + i * strides[2]);
         const bool other = *(const bool *)(data[3] + i * strides[3]);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(condition ? self : other);
+        const bool value = condition ? self : other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
     }
 }
 
@@ -6358,7 +6879,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -6369,7 +6891,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -6380,7 +6903,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (uint8_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -6391,7 +6915,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (uint8_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (uint8_t)(value);
         }
         return;
     }
@@ -6399,7 +6924,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int32_t self = *(const uint8_t *)(data[2] + i * strides[2]);
         const int32_t other = *(const uint8_t *)(data[3] + i * strides[3]);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(condition ? self : other);
+        const int32_t value = condition ? self : other;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
     }
 }
 
@@ -6418,7 +6944,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(condition ? self : other);
+            const int8_t value = condition ? self : other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -6429,7 +6956,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(condition ? self : other);
+            const int8_t value = condition ? self : other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -6440,7 +6968,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            out[i] = (int8_t)(condition ? self : other);
+            const int8_t value = condition ? self : other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -6451,7 +6980,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            out[i] = (int8_t)(condition ? self : other);
+            const int8_t value = condition ? self : other;
+            out[i] = (int8_t)(value);
         }
         return;
     }
@@ -6459,7 +6989,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int8_t self = *(const int8_t *)(data[2] + i * strides[2]);
         const int8_t other = *(const int8_t *)(data[3] + i * strides[3]);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(condition ? self : other);
+        const int8_t value = condition ? self : other;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
     }
 }
 
@@ -6478,7 +7009,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(condition ? self : other);
+            const int16_t value = condition ? self : other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -6489,7 +7021,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(condition ? self : other);
+            const int16_t value = condition ? self : other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -6500,7 +7033,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            out[i] = (int16_t)(condition ? self : other);
+            const int16_t value = condition ? self : other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -6511,7 +7045,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            out[i] = (int16_t)(condition ? self : other);
+            const int16_t value = condition ? self : other;
+            out[i] = (int16_t)(value);
         }
         return;
     }
@@ -6519,7 +7054,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int16_t self = *(const int16_t *)(data[2] + i * strides[2]);
         const int16_t other = *(const int16_t *)(data[3] + i * strides[3]);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(condition ? self : other);
+        const int16_t value = condition ? self : other;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
     }
 }
 
@@ -6538,7 +7074,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -6549,7 +7086,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -6560,7 +7098,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            out[i] = (int32_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -6571,7 +7110,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            out[i] = (int32_t)(condition ? self : other);
+            const int32_t value = condition ? self : other;
+            out[i] = (int32_t)(value);
         }
         return;
     }
@@ -6579,7 +7119,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int32_t self = *(const int32_t *)(data[2] + i * strides[2]);
         const int32_t other = *(const int32_t *)(data[3] + i * strides[3]);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(condition ? self : other);
+        const int32_t value = condition ? self : other;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
     }
 }
 
@@ -6598,7 +7139,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(condition ? self : other);
+            const int64_t value = condition ? self : other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -6609,7 +7151,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(condition ? self : other);
+            const int64_t value = condition ? self : other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -6620,7 +7163,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            out[i] = (int64_t)(condition ? self : other);
+            const int64_t value = condition ? self : other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -6631,7 +7175,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            out[i] = (int64_t)(condition ? self : other);
+            const int64_t value = condition ? self : other;
+            out[i] = (int64_t)(value);
         }
         return;
     }
@@ -6639,7 +7184,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int64_t self = *(const int64_t *)(data[2] + i * strides[2]);
         const int64_t other = *(const int64_t *)(data[3] + i * strides[3]);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(condition ? self : other);
+        const int64_t value = condition ? self : other;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
     }
 }
 
@@ -6658,7 +7204,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -6669,7 +7216,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -6680,7 +7228,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_f16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -6691,7 +7240,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_f16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_f16(value);
         }
         return;
     }
@@ -6699,7 +7249,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(condition ? self : other);
+        const float value = condition ? self : other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
     }
 }
 
@@ -6718,7 +7269,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -6729,7 +7281,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -6740,7 +7293,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            out[i] = yt__f32_to_bf16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -6751,7 +7305,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            out[i] = yt__f32_to_bf16(condition ? self : other);
+            const float value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(value);
         }
         return;
     }
@@ -6759,7 +7314,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(condition ? self : other);
+        const float value = condition ? self : other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
     }
 }
 
@@ -6778,7 +7334,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = condition ? self : other;
+            const float value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6789,7 +7346,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const float self = self_p[i];
             const float other = other_p[i];
-            out[i] = condition ? self : other;
+            const float value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6800,7 +7358,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = self_p[0];
             const float other = other_p[i];
-            out[i] = condition ? self : other;
+            const float value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6811,7 +7370,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = self_p[i];
             const float other = other_p[0];
-            out[i] = condition ? self : other;
+            const float value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6819,7 +7379,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const float self = *(const float *)(data[2] + i * strides[2]);
         const float other = *(const float *)(data[3] + i * strides[3]);
-        *(float *)(data[0] + i * strides[0]) = condition ? self : other;
+        const float value = condition ? self : other;
+        *(float *)(data[0] + i * strides[0]) = value;
     }
 }
 
@@ -6838,7 +7399,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = condition ? self : other;
+            const double value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6849,7 +7411,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const double self = self_p[i];
             const double other = other_p[i];
-            out[i] = condition ? self : other;
+            const double value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6860,7 +7423,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const double self = self_p[0];
             const double other = other_p[i];
-            out[i] = condition ? self : other;
+            const double value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6871,7 +7435,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const double self = self_p[i];
             const double other = other_p[0];
-            out[i] = condition ? self : other;
+            const double value = condition ? self : other;
+            out[i] = value;
         }
         return;
     }
@@ -6879,7 +7444,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const double self = *(const double *)(data[2] + i * strides[2]);
         const double other = *(const double *)(data[3] + i * strides[3]);
-        *(double *)(data[0] + i * strides[0]) = condition ? self : other;
+        const double value = condition ? self : other;
+        *(double *)(data[0] + i * strides[0]) = value;
     }
 }
 
