@@ -23,9 +23,19 @@ typedef struct bench_case {
 } bench_case;
 
 static const bench_case CASES[] = {
-    {"add", 2},           {"mul", 2},          {"div", 2},      {"add_scalar", 1}, {"neg", 1},
-    {"exp", 1},           {"sigmoid", 1},      {"tanh", 1},     {"relu", 1},       {"sqrt", 1},
-    {"add_bcast_row", 2}, {"add_bcast_col", 2}, {"add_transposed", 2},
+    {"add", 2},
+    {"mul", 2},
+    {"div", 2},
+    {"add_scalar", 1},
+    {"neg", 1},
+    {"exp", 1},
+    {"sigmoid", 1},
+    {"tanh", 1},
+    {"relu", 1},
+    {"sqrt", 1},
+    {"add_bcast_row", 2},
+    {"add_bcast_col", 2},
+    {"add_transposed", 2},
     {"exp_transposed", 1},
 };
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};

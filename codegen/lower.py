@@ -724,7 +724,7 @@ class OpLowering:
             sizes = [f"sizeof({x})" for x in [ost] + [o["storage"] for o in operands]]
             loops.append({
                 "dtype": d, "enum": C_DTYPE[d], "fn": f"{op.c_name}_loop_{d}",
-                "out_storage": ost, "store": ostore.format("value"), "compute": ctype,
+                "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
                 "operands": operands, "scalar_lines": scal, "value": value,
                 "contig_cond": " && ".join(f"strides[{i}] == {x}" for i, x in enumerate(sizes)),
                 # input b broadcast along the row, everything else contiguous

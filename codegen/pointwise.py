@@ -135,7 +135,7 @@ class PointwiseExpr:
             if isinstance(n, ast.Call) and not is_float and n.func.id in ROUNDING:
                 return r(n.args[0])
             if isinstance(n, ast.Call) and not is_float and n.func.id in CLASSIFY:
-                return f"({ctype}){CLASSIFY[n.func.id]}"
+                return f"({ctype})({CLASSIFY[n.func.id]} + 0 * {r(n.args[0])})"
             if isinstance(n, ast.Call) and n.func.id in CLASSIFY:
                 return f"({n.func.id}({_unwrap(r(n.args[0]))}) != 0)"
             if isinstance(n, ast.Call):

@@ -35,8 +35,8 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = self || (alpha && other);
-            out[i] = (bool)(value);
+            const bool out_value = self || (alpha && other);
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -45,8 +45,8 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            const bool value = self || (alpha && other);
-            out[i] = (bool)(value);
+            const bool out_value = self || (alpha && other);
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -55,16 +55,16 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            const bool value = self || (alpha && other);
-            out[i] = (bool)(value);
+            const bool out_value = self || (alpha && other);
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        const bool value = self || (alpha && other);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self || (alpha && other);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -82,8 +82,8 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self + (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -92,8 +92,8 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self + (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -102,16 +102,16 @@ add_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self + (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const int32_t value = self + (alpha * other);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = self + (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -129,8 +129,8 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = self + (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self + (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -139,8 +139,8 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            const int8_t value = self + (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self + (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -149,16 +149,16 @@ add_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            const int8_t value = self + (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self + (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        const int8_t value = self + (alpha * other);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = self + (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -176,8 +176,8 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = self + (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self + (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -186,8 +186,8 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            const int16_t value = self + (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self + (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -196,16 +196,16 @@ add_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            const int16_t value = self + (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self + (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        const int16_t value = self + (alpha * other);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = self + (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -223,8 +223,8 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self + (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -233,8 +233,8 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self + (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -243,16 +243,16 @@ add_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self + (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        const int32_t value = self + (alpha * other);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = self + (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -270,8 +270,8 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = self + (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self + (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -280,8 +280,8 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            const int64_t value = self + (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self + (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -290,16 +290,16 @@ add_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            const int64_t value = self + (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self + (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        const int64_t value = self + (alpha * other);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = self + (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -317,8 +317,8 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -327,8 +327,8 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -337,16 +337,16 @@ add_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self + (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -364,8 +364,8 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -374,8 +374,8 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -384,16 +384,16 @@ add_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self + (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -410,8 +410,8 @@ add_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = self + (alpha * other);
-            out[i] = value;
+            const float out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -420,8 +420,8 @@ add_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = self + (alpha * other);
-            out[i] = value;
+            const float out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -430,16 +430,16 @@ add_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = self + (alpha * other);
-            out[i] = value;
+            const float out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        const float value = self + (alpha * other);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self + (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -457,8 +457,8 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = self + (alpha * other);
-            out[i] = value;
+            const double out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -467,8 +467,8 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = self + (alpha * other);
-            out[i] = value;
+            const double out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -477,16 +477,16 @@ add_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = self + (alpha * other);
-            out[i] = value;
+            const double out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        const double value = self + (alpha * other);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self + (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -538,15 +538,15 @@ add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self || (alpha && other);
-            out[i] = (bool)(value);
+            const bool out_value = self || (alpha && other);
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self || (alpha && other);
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self || (alpha && other);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -562,15 +562,15 @@ add_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self + (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = self + (alpha * other);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = self + (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -586,15 +586,15 @@ add_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = self + (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self + (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = self + (alpha * other);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = self + (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -610,15 +610,15 @@ add_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = self + (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self + (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = self + (alpha * other);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = self + (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -634,15 +634,15 @@ add_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self + (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self + (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = self + (alpha * other);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = self + (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -658,15 +658,15 @@ add_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = self + (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self + (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = self + (alpha * other);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = self + (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -682,15 +682,15 @@ add_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self + (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -706,15 +706,15 @@ add_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self + (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self + (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self + (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self + (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -730,15 +730,15 @@ add_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self + (alpha * other);
-            out[i] = value;
+            const float out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self + (alpha * other);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self + (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -754,15 +754,15 @@ add_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self + (alpha * other);
-            out[i] = value;
+            const double out_value = self + (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self + (alpha * other);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self + (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -817,8 +817,8 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self - (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -827,8 +827,8 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self - (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -837,16 +837,16 @@ sub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self - (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const int32_t value = self - (alpha * other);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = self - (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -864,8 +864,8 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = self - (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self - (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -874,8 +874,8 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            const int8_t value = self - (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self - (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -884,16 +884,16 @@ sub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            const int8_t value = self - (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self - (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        const int8_t value = self - (alpha * other);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = self - (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -911,8 +911,8 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = self - (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self - (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -921,8 +921,8 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            const int16_t value = self - (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self - (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -931,16 +931,16 @@ sub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            const int16_t value = self - (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self - (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        const int16_t value = self - (alpha * other);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = self - (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -958,8 +958,8 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self - (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -968,8 +968,8 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self - (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -978,16 +978,16 @@ sub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self - (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        const int32_t value = self - (alpha * other);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = self - (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -1005,8 +1005,8 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = self - (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self - (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -1015,8 +1015,8 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            const int64_t value = self - (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self - (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -1025,16 +1025,16 @@ sub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            const int64_t value = self - (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self - (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        const int64_t value = self - (alpha * other);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = self - (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -1052,8 +1052,8 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -1062,8 +1062,8 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -1072,16 +1072,16 @@ sub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self - (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -1099,8 +1099,8 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -1109,8 +1109,8 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -1119,16 +1119,16 @@ sub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self - (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -1145,8 +1145,8 @@ sub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = self - (alpha * other);
-            out[i] = value;
+            const float out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -1155,8 +1155,8 @@ sub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = self - (alpha * other);
-            out[i] = value;
+            const float out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -1165,16 +1165,16 @@ sub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = self - (alpha * other);
-            out[i] = value;
+            const float out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        const float value = self - (alpha * other);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self - (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -1192,8 +1192,8 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = self - (alpha * other);
-            out[i] = value;
+            const double out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -1202,8 +1202,8 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = self - (alpha * other);
-            out[i] = value;
+            const double out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
@@ -1212,16 +1212,16 @@ sub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = self - (alpha * other);
-            out[i] = value;
+            const double out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        const double value = self - (alpha * other);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self - (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -1271,15 +1271,15 @@ sub_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self - (alpha * other);
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = self - (alpha * other);
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = self - (alpha * other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -1295,15 +1295,15 @@ sub_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = self - (alpha * other);
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self - (alpha * other);
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = self - (alpha * other);
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = self - (alpha * other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -1319,15 +1319,15 @@ sub_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = self - (alpha * other);
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self - (alpha * other);
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = self - (alpha * other);
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = self - (alpha * other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -1343,15 +1343,15 @@ sub_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self - (alpha * other);
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self - (alpha * other);
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = self - (alpha * other);
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = self - (alpha * other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -1367,15 +1367,15 @@ sub_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = self - (alpha * other);
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self - (alpha * other);
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = self - (alpha * other);
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = self - (alpha * other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -1391,15 +1391,15 @@ sub_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self - (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -1415,15 +1415,15 @@ sub_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self - (alpha * other);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self - (alpha * other);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self - (alpha * other);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self - (alpha * other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -1439,15 +1439,15 @@ sub_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self - (alpha * other);
-            out[i] = value;
+            const float out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self - (alpha * other);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self - (alpha * other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -1463,15 +1463,15 @@ sub_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self - (alpha * other);
-            out[i] = value;
+            const double out_value = self - (alpha * other);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self - (alpha * other);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self - (alpha * other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -1521,15 +1521,15 @@ rsub_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = other - self;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = other - self;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = other - self;
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = other - self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -1544,15 +1544,15 @@ rsub_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = other - self;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = other - self;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = other - self;
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = other - self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -1567,15 +1567,15 @@ rsub_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = other - self;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = other - self;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = other - self;
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = other - self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -1590,15 +1590,15 @@ rsub_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = other - self;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = other - self;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = other - self;
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = other - self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -1613,15 +1613,15 @@ rsub_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = other - self;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = other - self;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = other - self;
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = other - self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -1636,15 +1636,15 @@ rsub_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = other - self;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = other - self;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = other - self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = other - self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -1659,15 +1659,15 @@ rsub_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = other - self;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = other - self;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = other - self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = other - self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -1682,15 +1682,15 @@ rsub_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = other - self;
-            out[i] = value;
+            const float out_value = other - self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = other - self;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = other - self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -1705,15 +1705,15 @@ rsub_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = other - self;
-            out[i] = value;
+            const double out_value = other - self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = other - self;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = other - self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -1763,8 +1763,8 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = self && other;
-            out[i] = (bool)(value);
+            const bool out_value = self && other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -1773,8 +1773,8 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            const bool value = self && other;
-            out[i] = (bool)(value);
+            const bool out_value = self && other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -1783,16 +1783,16 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            const bool value = self && other;
-            out[i] = (bool)(value);
+            const bool out_value = self && other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        const bool value = self && other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self && other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -1809,8 +1809,8 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self * other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -1819,8 +1819,8 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self * other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -1829,16 +1829,16 @@ mul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self * other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const int32_t value = self * other;
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = self * other;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -1855,8 +1855,8 @@ mul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = self * other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self * other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -1865,8 +1865,8 @@ mul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            const int8_t value = self * other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self * other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -1875,16 +1875,16 @@ mul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            const int8_t value = self * other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self * other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        const int8_t value = self * other;
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = self * other;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -1901,8 +1901,8 @@ mul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = self * other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self * other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -1911,8 +1911,8 @@ mul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            const int16_t value = self * other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self * other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -1921,16 +1921,16 @@ mul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            const int16_t value = self * other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self * other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        const int16_t value = self * other;
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = self * other;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -1947,8 +1947,8 @@ mul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self * other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -1957,8 +1957,8 @@ mul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self * other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -1967,16 +1967,16 @@ mul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self * other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        const int32_t value = self * other;
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = self * other;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -1993,8 +1993,8 @@ mul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = self * other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self * other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -2003,8 +2003,8 @@ mul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            const int64_t value = self * other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self * other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -2013,16 +2013,16 @@ mul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            const int64_t value = self * other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self * other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        const int64_t value = self * other;
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = self * other;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -2039,8 +2039,8 @@ mul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self * other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -2049,8 +2049,8 @@ mul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self * other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -2059,16 +2059,16 @@ mul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = self * other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self * other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -2085,8 +2085,8 @@ mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self * other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -2095,8 +2095,8 @@ mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self * other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -2105,16 +2105,16 @@ mul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = self * other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self * other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -2130,8 +2130,8 @@ mul_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = self * other;
-            out[i] = value;
+            const float out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2140,8 +2140,8 @@ mul_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = self * other;
-            out[i] = value;
+            const float out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2150,16 +2150,16 @@ mul_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = self * other;
-            out[i] = value;
+            const float out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        const float value = self * other;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self * other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2176,8 +2176,8 @@ mul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = self * other;
-            out[i] = value;
+            const double out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2186,8 +2186,8 @@ mul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = self * other;
-            out[i] = value;
+            const double out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2196,16 +2196,16 @@ mul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = self * other;
-            out[i] = value;
+            const double out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        const double value = self * other;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self * other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2254,15 +2254,15 @@ mul_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self && other;
-            out[i] = (bool)(value);
+            const bool out_value = self && other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self && other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self && other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -2277,15 +2277,15 @@ mul_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self * other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = self * other;
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = self * other;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -2300,15 +2300,15 @@ mul_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = self * other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self * other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = self * other;
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = self * other;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -2323,15 +2323,15 @@ mul_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = self * other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self * other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = self * other;
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = self * other;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -2346,15 +2346,15 @@ mul_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self * other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self * other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = self * other;
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = self * other;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -2369,15 +2369,15 @@ mul_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = self * other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self * other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = self * other;
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = self * other;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -2392,15 +2392,15 @@ mul_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self * other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self * other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -2415,15 +2415,15 @@ mul_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self * other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self * other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self * other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self * other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -2438,15 +2438,15 @@ mul_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self * other;
-            out[i] = value;
+            const float out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self * other;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self * other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2461,15 +2461,15 @@ mul_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self * other;
-            out[i] = value;
+            const double out_value = self * other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self * other;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self * other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2522,8 +2522,8 @@ div_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self / other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -2532,8 +2532,8 @@ div_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self / other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -2542,16 +2542,16 @@ div_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = self / other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self / other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -2568,8 +2568,8 @@ div_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self / other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -2578,8 +2578,8 @@ div_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self / other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -2588,16 +2588,16 @@ div_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = self / other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self / other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -2613,8 +2613,8 @@ div_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = self / other;
-            out[i] = value;
+            const float out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2623,8 +2623,8 @@ div_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = self / other;
-            out[i] = value;
+            const float out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2633,16 +2633,16 @@ div_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = self / other;
-            out[i] = value;
+            const float out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        const float value = self / other;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self / other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2659,8 +2659,8 @@ div_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = self / other;
-            out[i] = value;
+            const double out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2669,8 +2669,8 @@ div_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = self / other;
-            out[i] = value;
+            const double out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
@@ -2679,16 +2679,16 @@ div_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = self / other;
-            out[i] = value;
+            const double out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        const double value = self / other;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self / other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2725,15 +2725,15 @@ div_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self / other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self / other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -2748,15 +2748,15 @@ div_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void 
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self / other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self / other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self / other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self / other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -2771,15 +2771,15 @@ div_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self / other;
-            out[i] = value;
+            const float out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self / other;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self / other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2794,15 +2794,15 @@ div_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self / other;
-            out[i] = value;
+            const double out_value = self / other;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self / other;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self / other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -2840,15 +2840,15 @@ neg_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = -self;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = -self;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = -self;
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = -self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -2862,15 +2862,15 @@ neg_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = -self;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = -self;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = -self;
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = -self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -2884,15 +2884,15 @@ neg_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = -self;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = -self;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = -self;
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = -self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -2906,15 +2906,15 @@ neg_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = -self;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = -self;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = -self;
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = -self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -2928,15 +2928,15 @@ neg_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = -self;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = -self;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = -self;
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = -self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -2950,15 +2950,15 @@ neg_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = -self;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = -self;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = -self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = -self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -2972,15 +2972,15 @@ neg_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = -self;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = -self;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = -self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = -self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -2994,15 +2994,15 @@ neg_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = -self;
-            out[i] = value;
+            const float out_value = -self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = -self;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = -self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3016,15 +3016,15 @@ neg_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = -self;
-            out[i] = value;
+            const double out_value = -self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = -self;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = -self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3071,15 +3071,15 @@ pow_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = powf(self, exponent);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -3094,15 +3094,15 @@ pow_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = powf(self, exponent);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -3117,15 +3117,15 @@ pow_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = powf(self, exponent);
-            out[i] = value;
+            const float out_value = powf(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = powf(self, exponent);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = powf(self, exponent);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3140,15 +3140,15 @@ pow_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = pow(self, exponent);
-            out[i] = value;
+            const double out_value = pow(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = pow(self, exponent);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = pow(self, exponent);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3189,8 +3189,8 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float exponent = yt__f16_to_f32(exponent_p[i]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -3199,8 +3199,8 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float exponent = yt__f16_to_f32(exponent_p[i]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -3209,16 +3209,16 @@ pow_tensor_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float exponent = yt__f16_to_f32(exponent_p[0]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float exponent = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = powf(self, exponent);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -3235,8 +3235,8 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, cons
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float exponent = yt__bf16_to_f32(exponent_p[i]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -3245,8 +3245,8 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, cons
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float exponent = yt__bf16_to_f32(exponent_p[i]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -3255,16 +3255,16 @@ pow_tensor_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, cons
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float exponent = yt__bf16_to_f32(exponent_p[0]);
-            const float value = powf(self, exponent);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float exponent = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = powf(self, exponent);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -3280,8 +3280,8 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float exponent = exponent_p[i];
-            const float value = powf(self, exponent);
-            out[i] = value;
+            const float out_value = powf(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
@@ -3290,8 +3290,8 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float exponent = exponent_p[i];
-            const float value = powf(self, exponent);
-            out[i] = value;
+            const float out_value = powf(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
@@ -3300,16 +3300,16 @@ pow_tensor_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float exponent = exponent_p[0];
-            const float value = powf(self, exponent);
-            out[i] = value;
+            const float out_value = powf(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float exponent = *(const float *)(data[2] + i * strides[2]);
-        const float value = powf(self, exponent);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = powf(self, exponent);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3326,8 +3326,8 @@ pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double exponent = exponent_p[i];
-            const double value = pow(self, exponent);
-            out[i] = value;
+            const double out_value = pow(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
@@ -3336,8 +3336,8 @@ pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double exponent = exponent_p[i];
-            const double value = pow(self, exponent);
-            out[i] = value;
+            const double out_value = pow(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
@@ -3346,16 +3346,16 @@ pow_tensor_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double exponent = exponent_p[0];
-            const double value = pow(self, exponent);
-            out[i] = value;
+            const double out_value = pow(self, exponent);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double exponent = *(const double *)(data[2] + i * strides[2]);
-        const double value = pow(self, exponent);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = pow(self, exponent);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3379,7 +3379,5320 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     }
 }
 
-/* ---- exp: exp(self)   (ops.yaml:114) */
+/* ---- pow: pow(self, exponent)   (ops.yaml:112) */
+
+static void
+pow_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *exponent_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float exponent = yt__f16_to_f32(exponent_p[i]);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float exponent = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *exponent_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float exponent = yt__bf16_to_f32(exponent_p[i]);
+            const float out_value = powf(self, exponent);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float exponent = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = powf(self, exponent);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+pow_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *exponent_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float exponent = exponent_p[i];
+            const float out_value = powf(self, exponent);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float exponent = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = powf(self, exponent);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+pow_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *exponent_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double exponent = exponent_p[i];
+            const double out_value = pow(self, exponent);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double exponent = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = pow(self, exponent);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(self), yt__scalar_to_i64(self)},
+    };
+    yt_tensor *const inputs[1] = {exponent};
+    switch (exponent->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "pow: no CPU loop for dtype %s",
+                               yt_dtype_name(exponent->dtype));
+    }
+}
+
+/* ---- maximum: maximum(self, other)   (ops.yaml:125) */
+
+static void
+maximum_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = yt__pw_maximum_b(self, other);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = yt__pw_maximum_b(self, other);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = yt__pw_maximum_b(self, other);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = yt__pw_maximum_b(self, other);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+maximum_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_maximum_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_maximum_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+maximum_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_maximum_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_maximum_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_maximum_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_maximum_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+maximum_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_maximum_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_maximum_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_maximum_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_maximum_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+maximum_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_maximum_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_maximum_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+maximum_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_maximum_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_maximum_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_maximum_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_maximum_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+maximum_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_maximum_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+maximum_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_maximum_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+maximum_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_maximum_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_maximum_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+maximum_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_maximum_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_maximum_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_maximum_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_maximum_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, maximum_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, maximum_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, maximum_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, maximum_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, maximum_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, maximum_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, maximum_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, maximum_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, maximum_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, maximum_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "maximum: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- minimum: minimum(self, other)   (ops.yaml:134) */
+
+static void
+minimum_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = yt__pw_minimum_b(self, other);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = yt__pw_minimum_b(self, other);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = yt__pw_minimum_b(self, other);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = yt__pw_minimum_b(self, other);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+minimum_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_minimum_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_minimum_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+minimum_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_minimum_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_minimum_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_minimum_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_minimum_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+minimum_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_minimum_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_minimum_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_minimum_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_minimum_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+minimum_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_minimum_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_minimum_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+minimum_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_minimum_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_minimum_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_minimum_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_minimum_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+minimum_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_minimum_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+minimum_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_minimum_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+minimum_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_minimum_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_minimum_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+minimum_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_minimum_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_minimum_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_minimum_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_minimum_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, minimum_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, minimum_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, minimum_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, minimum_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, minimum_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, minimum_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, minimum_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, minimum_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, minimum_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, minimum_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "minimum: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- clamp_min: maximum(self, min)   (ops.yaml:143) */
+
+static void
+clamp_min_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_maximum_i32(self, min);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_min_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t min = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_maximum_i8(self, min);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_min_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t min = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_maximum_i16(self, min);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_min_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_maximum_i32(self, min);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_min_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t min = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_maximum_i64(self, min);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_min_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_min_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_min_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_maximum_f(self, min);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_min_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_maximum_d(self, min);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(min), yt__scalar_to_i64(min)},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- clamp_max: minimum(self, max)   (ops.yaml:151) */
+
+static void
+clamp_max_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t max = (int32_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_minimum_i32(self, max);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_max_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t max = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_minimum_i8(self, max);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_minimum_i8(self, max);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_max_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t max = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_minimum_i16(self, max);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_minimum_i16(self, max);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_max_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t max = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_minimum_i32(self, max);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_max_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t max = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_minimum_i64(self, max);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_minimum_i64(self, max);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_max_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_minimum_f(self, max);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_max_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_minimum_f(self, max);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_max_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_minimum_f(self, max);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_max_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_minimum_d(self, max);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(max), yt__scalar_to_i64(max)},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- clamp_min: maximum(self, min)   (ops.yaml:159) */
+
+static void
+clamp_min_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *min_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t min = min_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[0];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t min = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_maximum_i32(self, min);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_min_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *min_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[i];
+            const int8_t out_value = yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t min = min_p[i];
+            const int8_t out_value = yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t min = min_p[0];
+            const int8_t out_value = yt__pw_maximum_i8(self, min);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t min = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_maximum_i8(self, min);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_min_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *min_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[i];
+            const int16_t out_value = yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t min = min_p[i];
+            const int16_t out_value = yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t min = min_p[0];
+            const int16_t out_value = yt__pw_maximum_i16(self, min);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t min = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_maximum_i16(self, min);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_min_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *min_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t min = min_p[i];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t min = min_p[0];
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t min = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_maximum_i32(self, min);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_min_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *min_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[i];
+            const int64_t out_value = yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t min = min_p[i];
+            const int64_t out_value = yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t min = min_p[0];
+            const int64_t out_value = yt__pw_maximum_i64(self, min);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t min = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_maximum_i64(self, min);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_min_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *min_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float min = yt__f16_to_f32(min_p[i]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float min = yt__f16_to_f32(min_p[0]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float min = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_min_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *min_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float min = yt__bf16_to_f32(min_p[i]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float min = yt__bf16_to_f32(min_p[0]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float min = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_maximum_f(self, min);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_min_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *min_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[i];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float min = min_p[i];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float min = min_p[0];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float min = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_maximum_f(self, min);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_min_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *min_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[i];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double min = min_p[i];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double min = min_p[0];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double min = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_maximum_d(self, min);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, min};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "clamp_min: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- clamp_max: minimum(self, max)   (ops.yaml:168) */
+
+static void
+clamp_max_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *max_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t max = max_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t max = max_p[0];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t max = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_minimum_i32(self, max);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+clamp_max_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *max_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t max = max_p[i];
+            const int8_t out_value = yt__pw_minimum_i8(self, max);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t max = max_p[i];
+            const int8_t out_value = yt__pw_minimum_i8(self, max);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t max = max_p[0];
+            const int8_t out_value = yt__pw_minimum_i8(self, max);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t max = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_minimum_i8(self, max);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+clamp_max_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *max_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t max = max_p[i];
+            const int16_t out_value = yt__pw_minimum_i16(self, max);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t max = max_p[i];
+            const int16_t out_value = yt__pw_minimum_i16(self, max);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t max = max_p[0];
+            const int16_t out_value = yt__pw_minimum_i16(self, max);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t max = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_minimum_i16(self, max);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+clamp_max_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *max_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t max = max_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t max = max_p[i];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t max = max_p[0];
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t max = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_minimum_i32(self, max);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+clamp_max_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *max_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t max = max_p[i];
+            const int64_t out_value = yt__pw_minimum_i64(self, max);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t max = max_p[i];
+            const int64_t out_value = yt__pw_minimum_i64(self, max);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t max = max_p[0];
+            const int64_t out_value = yt__pw_minimum_i64(self, max);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t max = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_minimum_i64(self, max);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+clamp_max_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *max_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float max = yt__f16_to_f32(max_p[i]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float max = yt__f16_to_f32(max_p[0]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float max = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_minimum_f(self, max);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+clamp_max_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *max_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float max = yt__bf16_to_f32(max_p[i]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float max = yt__bf16_to_f32(max_p[0]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float max = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_minimum_f(self, max);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+clamp_max_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *max_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float max = max_p[i];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float max = max_p[i];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float max = max_p[0];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float max = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_minimum_f(self, max);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+clamp_max_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *max_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double max = max_p[i];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double max = max_p[i];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double max = max_p[0];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double max = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_minimum_d(self, max);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, max};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "clamp_max: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- remainder: remainder(self, other)   (ops.yaml:177) */
+
+static void
+remainder_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_remainder_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+remainder_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_remainder_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_remainder_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_remainder_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_remainder_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+remainder_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_remainder_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_remainder_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_remainder_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_remainder_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+remainder_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_remainder_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+remainder_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_remainder_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_remainder_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_remainder_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_remainder_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+remainder_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_remainder_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+remainder_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_remainder_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+remainder_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_remainder_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+remainder_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_remainder_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__pw_has_zero(other))
+            return yt__fail_status(YT_ERR_VALUE,
+                                   "remainder: integer division by zero (other has a 0)");
+    }
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, remainder_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, remainder_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, remainder_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, remainder_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, remainder_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, remainder_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, remainder_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, remainder_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, remainder_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- remainder: remainder(self, other)   (ops.yaml:187) */
+
+static void
+remainder_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_remainder_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+remainder_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_remainder_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_remainder_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+remainder_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_remainder_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_remainder_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+remainder_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_remainder_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_remainder_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+remainder_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_remainder_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_remainder_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+remainder_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_remainder_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+remainder_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_remainder_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+remainder_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_remainder_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+remainder_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_remainder_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+    };
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__scalar_to_i64(other) == 0)
+            return yt__fail_status(YT_ERR_VALUE,
+                                   "remainder: integer division by zero (other has a 0)");
+    }
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "remainder: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:195) */
+
+static void
+floor_divide_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+floor_divide_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = yt__pw_floor_divide_i8(self, other);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+floor_divide_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = yt__pw_floor_divide_i16(self, other);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+floor_divide_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = yt__pw_floor_divide_i32(self, other);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+floor_divide_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = yt__pw_floor_divide_i64(self, other);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+floor_divide_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+floor_divide_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+floor_divide_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = yt__pw_floor_divide_f(self, other);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+floor_divide_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = yt__pw_floor_divide_d(self, other);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    if (!yt_dtype_is_floating(self->dtype)) {
+        if (yt__pw_has_zero(other))
+            return yt__fail_status(YT_ERR_VALUE,
+                                   "floor_divide: integer division by zero (other has a 0)");
+    }
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "floor_divide: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:205) */
+
+static void
+lerp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float weight = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *end_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float end = yt__f16_to_f32(end_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float end = yt__f16_to_f32(end_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float end = yt__f16_to_f32(end_p[0]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float end = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (weight < (float)0.5)
+                                    ? (self + (weight * (end - self)))
+                                    : (end - ((end - self) * ((float)1 - weight)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+lerp_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float weight = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *end_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float end = yt__bf16_to_f32(end_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float end = yt__bf16_to_f32(end_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float end = yt__bf16_to_f32(end_p[0]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float end = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (weight < (float)0.5)
+                                    ? (self + (weight * (end - self)))
+                                    : (end - ((end - self) * ((float)1 - weight)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+lerp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float weight = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *end_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float end = end_p[i];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float end = end_p[i];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float end = end_p[0];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float end = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (weight < (float)0.5)
+                                    ? (self + (weight * (end - self)))
+                                    : (end - ((end - self) * ((float)1 - weight)));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+lerp_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double weight = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *end_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double end = end_p[i];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double end = end_p[i];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double end = end_p[0];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double end = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = (weight < (double)0.5)
+                                     ? (self + (weight * (end - self)))
+                                     : (end - ((end - self) * ((double)1 - weight)));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(weight), yt__scalar_to_i64(weight)},
+    };
+    yt_tensor *const inputs[2] = {self, end};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, lerp_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, lerp_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, lerp_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, lerp_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:214) */
+
+static void
+lerp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *end_p = (const uint16_t *)data[2];
+    const uint16_t *weight_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float end = yt__f16_to_f32(end_p[i]);
+            const float weight = yt__f16_to_f32(weight_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float end = yt__f16_to_f32(end_p[i]);
+            const float weight = yt__f16_to_f32(weight_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float end = yt__f16_to_f32(end_p[0]);
+            const float weight = yt__f16_to_f32(weight_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float end = yt__f16_to_f32(end_p[i]);
+            const float weight = yt__f16_to_f32(weight_p[0]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float end = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float weight = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = (weight < (float)0.5)
+                                    ? (self + (weight * (end - self)))
+                                    : (end - ((end - self) * ((float)1 - weight)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+lerp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *end_p = (const uint16_t *)data[2];
+    const uint16_t *weight_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float end = yt__bf16_to_f32(end_p[i]);
+            const float weight = yt__bf16_to_f32(weight_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float end = yt__bf16_to_f32(end_p[i]);
+            const float weight = yt__bf16_to_f32(weight_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float end = yt__bf16_to_f32(end_p[0]);
+            const float weight = yt__bf16_to_f32(weight_p[i]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float end = yt__bf16_to_f32(end_p[i]);
+            const float weight = yt__bf16_to_f32(weight_p[0]);
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float end = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float weight = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = (weight < (float)0.5)
+                                    ? (self + (weight * (end - self)))
+                                    : (end - ((end - self) * ((float)1 - weight)));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+lerp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *end_p = (const float *)data[2];
+    const float *weight_p = (const float *)data[3];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float end = end_p[i];
+            const float weight = weight_p[i];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float end = end_p[i];
+            const float weight = weight_p[i];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float end = end_p[0];
+            const float weight = weight_p[i];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float end = end_p[i];
+            const float weight = weight_p[0];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float end = *(const float *)(data[2] + i * strides[2]);
+        const float weight = *(const float *)(data[3] + i * strides[3]);
+        const float out_value = (weight < (float)0.5)
+                                    ? (self + (weight * (end - self)))
+                                    : (end - ((end - self) * ((float)1 - weight)));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+lerp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *end_p = (const double *)data[2];
+    const double *weight_p = (const double *)data[3];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double end = end_p[i];
+            const double weight = weight_p[i];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double end = end_p[i];
+            const double weight = weight_p[i];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double end = end_p[0];
+            const double weight = weight_p[i];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double end = end_p[i];
+            const double weight = weight_p[0];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double end = *(const double *)(data[2] + i * strides[2]);
+        const double weight = *(const double *)(data[3] + i * strides[3]);
+        const double out_value = (weight < (double)0.5)
+                                     ? (self + (weight * (end - self)))
+                                     : (end - ((end - self) * ((double)1 - weight)));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[3] = {self, end, weight};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "lerp: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- addcmul: self + value * tensor1 * tensor2   (ops.yaml:228) */
+
+static void
+addcmul_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t value = (int32_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *tensor1_p = (const uint8_t *)data[2];
+    const uint8_t *tensor2_p = (const uint8_t *)data[3];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t tensor1 = tensor1_p[i];
+            const int32_t tensor2 = tensor2_p[i];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t tensor1 = tensor1_p[i];
+            const int32_t tensor2 = tensor2_p[i];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t tensor1 = tensor1_p[0];
+            const int32_t tensor2 = tensor2_p[i];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t tensor1 = tensor1_p[i];
+            const int32_t tensor2 = tensor2_p[0];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t tensor1 = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t tensor2 = *(const uint8_t *)(data[3] + i * strides[3]);
+        const int32_t out_value = self + ((value * tensor1) * tensor2);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+addcmul_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t value = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *tensor1_p = (const int8_t *)data[2];
+    const int8_t *tensor2_p = (const int8_t *)data[3];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t tensor1 = tensor1_p[i];
+            const int8_t tensor2 = tensor2_p[i];
+            const int8_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t) &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t tensor1 = tensor1_p[i];
+            const int8_t tensor2 = tensor2_p[i];
+            const int8_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t tensor1 = tensor1_p[0];
+            const int8_t tensor2 = tensor2_p[i];
+            const int8_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t tensor1 = tensor1_p[i];
+            const int8_t tensor2 = tensor2_p[0];
+            const int8_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t tensor1 = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t tensor2 = *(const int8_t *)(data[3] + i * strides[3]);
+        const int8_t out_value = self + ((value * tensor1) * tensor2);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+addcmul_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t value = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *tensor1_p = (const int16_t *)data[2];
+    const int16_t *tensor2_p = (const int16_t *)data[3];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t tensor1 = tensor1_p[i];
+            const int16_t tensor2 = tensor2_p[i];
+            const int16_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t) &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t tensor1 = tensor1_p[i];
+            const int16_t tensor2 = tensor2_p[i];
+            const int16_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t tensor1 = tensor1_p[0];
+            const int16_t tensor2 = tensor2_p[i];
+            const int16_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t tensor1 = tensor1_p[i];
+            const int16_t tensor2 = tensor2_p[0];
+            const int16_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t tensor1 = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t tensor2 = *(const int16_t *)(data[3] + i * strides[3]);
+        const int16_t out_value = self + ((value * tensor1) * tensor2);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+addcmul_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t value = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *tensor1_p = (const int32_t *)data[2];
+    const int32_t *tensor2_p = (const int32_t *)data[3];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t tensor1 = tensor1_p[i];
+            const int32_t tensor2 = tensor2_p[i];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t) &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t tensor1 = tensor1_p[i];
+            const int32_t tensor2 = tensor2_p[i];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t tensor1 = tensor1_p[0];
+            const int32_t tensor2 = tensor2_p[i];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t tensor1 = tensor1_p[i];
+            const int32_t tensor2 = tensor2_p[0];
+            const int32_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t tensor1 = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t tensor2 = *(const int32_t *)(data[3] + i * strides[3]);
+        const int32_t out_value = self + ((value * tensor1) * tensor2);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+addcmul_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t value = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *tensor1_p = (const int64_t *)data[2];
+    const int64_t *tensor2_p = (const int64_t *)data[3];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t tensor1 = tensor1_p[i];
+            const int64_t tensor2 = tensor2_p[i];
+            const int64_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t) &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t tensor1 = tensor1_p[i];
+            const int64_t tensor2 = tensor2_p[i];
+            const int64_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t tensor1 = tensor1_p[0];
+            const int64_t tensor2 = tensor2_p[i];
+            const int64_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t tensor1 = tensor1_p[i];
+            const int64_t tensor2 = tensor2_p[0];
+            const int64_t out_value = self + ((value * tensor1) * tensor2);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t tensor1 = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t tensor2 = *(const int64_t *)(data[3] + i * strides[3]);
+        const int64_t out_value = self + ((value * tensor1) * tensor2);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+addcmul_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *tensor1_p = (const uint16_t *)data[2];
+    const uint16_t *tensor2_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[0]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[0]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float tensor1 = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float tensor2 = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = self + ((value * tensor1) * tensor2);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+addcmul_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *tensor1_p = (const uint16_t *)data[2];
+    const uint16_t *tensor2_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[0]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[0]);
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float tensor1 = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float tensor2 = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = self + ((value * tensor1) * tensor2);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+addcmul_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *tensor1_p = (const float *)data[2];
+    const float *tensor2_p = (const float *)data[3];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float tensor1 = tensor1_p[i];
+            const float tensor2 = tensor2_p[i];
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float tensor1 = tensor1_p[i];
+            const float tensor2 = tensor2_p[i];
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float tensor1 = tensor1_p[0];
+            const float tensor2 = tensor2_p[i];
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float tensor1 = tensor1_p[i];
+            const float tensor2 = tensor2_p[0];
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float tensor1 = *(const float *)(data[2] + i * strides[2]);
+        const float tensor2 = *(const float *)(data[3] + i * strides[3]);
+        const float out_value = self + ((value * tensor1) * tensor2);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+addcmul_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *tensor1_p = (const double *)data[2];
+    const double *tensor2_p = (const double *)data[3];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double tensor1 = tensor1_p[i];
+            const double tensor2 = tensor2_p[i];
+            const double out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double tensor1 = tensor1_p[i];
+            const double tensor2 = tensor2_p[i];
+            const double out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double tensor1 = tensor1_p[0];
+            const double tensor2 = tensor2_p[i];
+            const double out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double tensor1 = tensor1_p[i];
+            const double tensor2 = tensor2_p[0];
+            const double out_value = self + ((value * tensor1) * tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double tensor1 = *(const double *)(data[2] + i * strides[2]);
+        const double tensor2 = *(const double *)(data[3] + i * strides[3]);
+        const double out_value = self + ((value * tensor1) * tensor2);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                yt_scalar value)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+    };
+    yt_tensor *const inputs[3] = {self, tensor1, tensor2};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "addcmul: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- addcdiv: self + value * tensor1 / tensor2   (ops.yaml:242) */
+
+static void
+addcdiv_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *tensor1_p = (const uint16_t *)data[2];
+    const uint16_t *tensor2_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[0]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float tensor1 = yt__f16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__f16_to_f32(tensor2_p[0]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float tensor1 = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float tensor2 = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = self + ((value * tensor1) / tensor2);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+addcdiv_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *tensor1_p = (const uint16_t *)data[2];
+    const uint16_t *tensor2_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[0]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[i]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float tensor1 = yt__bf16_to_f32(tensor1_p[i]);
+            const float tensor2 = yt__bf16_to_f32(tensor2_p[0]);
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float tensor1 = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float tensor2 = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = self + ((value * tensor1) / tensor2);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+addcdiv_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *tensor1_p = (const float *)data[2];
+    const float *tensor2_p = (const float *)data[3];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float tensor1 = tensor1_p[i];
+            const float tensor2 = tensor2_p[i];
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float tensor1 = tensor1_p[i];
+            const float tensor2 = tensor2_p[i];
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float tensor1 = tensor1_p[0];
+            const float tensor2 = tensor2_p[i];
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float) &&
+        strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float tensor1 = tensor1_p[i];
+            const float tensor2 = tensor2_p[0];
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float tensor1 = *(const float *)(data[2] + i * strides[2]);
+        const float tensor2 = *(const float *)(data[3] + i * strides[3]);
+        const float out_value = self + ((value * tensor1) / tensor2);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+addcdiv_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *tensor1_p = (const double *)data[2];
+    const double *tensor2_p = (const double *)data[3];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double tensor1 = tensor1_p[i];
+            const double tensor2 = tensor2_p[i];
+            const double out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double tensor1 = tensor1_p[i];
+            const double tensor2 = tensor2_p[i];
+            const double out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double tensor1 = tensor1_p[0];
+            const double tensor2 = tensor2_p[i];
+            const double out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double tensor1 = tensor1_p[i];
+            const double tensor2 = tensor2_p[0];
+            const double out_value = self + ((value * tensor1) / tensor2);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double tensor1 = *(const double *)(data[2] + i * strides[2]);
+        const double tensor2 = *(const double *)(data[3] + i * strides[3]);
+        const double out_value = self + ((value * tensor1) / tensor2);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                yt_scalar value)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+    };
+    yt_tensor *const inputs[3] = {self, tensor1, tensor2};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "addcdiv: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- pow_scalar_backward: grad_output * output * log(self)   (ops.yaml:257) */
+
+static void
+pow_scalar_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *output_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float output = yt__f16_to_f32(output_p[i]);
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float output = yt__f16_to_f32(output_p[i]);
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float output = yt__f16_to_f32(output_p[0]);
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float output = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (grad_output * output) * logf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+pow_scalar_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *output_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float output = yt__bf16_to_f32(output_p[i]);
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float output = yt__bf16_to_f32(output_p[i]);
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float output = yt__bf16_to_f32(output_p[0]);
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float output = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (grad_output * output) * logf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+pow_scalar_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *output_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float output = output_p[i];
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float output = output_p[i];
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float output = output_p[0];
+            const float out_value = (grad_output * output) * logf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float output = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (grad_output * output) * logf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+pow_scalar_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *output_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double output = output_p[i];
+            const double out_value = (grad_output * output) * log(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double output = output_p[i];
+            const double out_value = (grad_output * output) * log(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double output = output_p[0];
+            const double out_value = (grad_output * output) * log(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double output = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = (grad_output * output) * log(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
+                            yt_tensor *output)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(self), yt__scalar_to_i64(self)},
+    };
+    yt_tensor *const inputs[2] = {grad_output, output};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, pow_scalar_backward_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "pow_scalar_backward: no CPU loop for dtype %s",
+                               yt_dtype_name(grad_output->dtype));
+    }
+}
+
+/* ---- exp: exp(self)   (ops.yaml:269) */
 
 static void
 exp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3391,15 +8704,15 @@ exp_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = expf(self);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = expf(self);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = expf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = expf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -3413,15 +8726,15 @@ exp_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = expf(self);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = expf(self);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = expf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = expf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -3435,15 +8748,15 @@ exp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = expf(self);
-            out[i] = value;
+            const float out_value = expf(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = expf(self);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = expf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3457,15 +8770,15 @@ exp_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = exp(self);
-            out[i] = value;
+            const double out_value = exp(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = exp(self);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = exp(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3489,7 +8802,7 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- log: log(self)   (ops.yaml:122) */
+/* ---- log: log(self)   (ops.yaml:277) */
 
 static void
 log_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3501,15 +8814,15 @@ log_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = logf(self);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = logf(self);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = logf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = logf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -3523,15 +8836,15 @@ log_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = logf(self);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = logf(self);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = logf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = logf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -3545,15 +8858,15 @@ log_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = logf(self);
-            out[i] = value;
+            const float out_value = logf(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = logf(self);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = logf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3567,15 +8880,15 @@ log_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = log(self);
-            out[i] = value;
+            const double out_value = log(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = log(self);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = log(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3599,7 +8912,7 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- sqrt: sqrt(self)   (ops.yaml:131) */
+/* ---- sqrt: sqrt(self)   (ops.yaml:286) */
 
 static void
 sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3611,15 +8924,15 @@ sqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = sqrtf(self);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = sqrtf(self);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = sqrtf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = sqrtf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -3633,15 +8946,15 @@ sqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = sqrtf(self);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = sqrtf(self);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = sqrtf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = sqrtf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -3655,15 +8968,15 @@ sqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = sqrtf(self);
-            out[i] = value;
+            const float out_value = sqrtf(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = sqrtf(self);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = sqrtf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3677,15 +8990,15 @@ sqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = sqrt(self);
-            out[i] = value;
+            const double out_value = sqrt(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = sqrt(self);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = sqrt(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3709,7 +9022,7 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- relu: 0 if self < 0 else self   (ops.yaml:140) */
+/* ---- relu: 0 if self < 0 else self   (ops.yaml:295) */
 
 static void
 relu_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3721,15 +9034,15 @@ relu_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = (self < (int32_t)0) ? (int32_t)0 : self;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = (self < (int32_t)0) ? (int32_t)0 : self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -3743,15 +9056,15 @@ relu_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = (self < (int8_t)0) ? (int8_t)0 : self;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = (self < (int8_t)0) ? (int8_t)0 : self;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = (self < (int8_t)0) ? (int8_t)0 : self;
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = (self < (int8_t)0) ? (int8_t)0 : self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -3765,15 +9078,15 @@ relu_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = (self < (int16_t)0) ? (int16_t)0 : self;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = (self < (int16_t)0) ? (int16_t)0 : self;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = (self < (int16_t)0) ? (int16_t)0 : self;
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = (self < (int16_t)0) ? (int16_t)0 : self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -3787,15 +9100,15 @@ relu_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = (self < (int32_t)0) ? (int32_t)0 : self;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = (self < (int32_t)0) ? (int32_t)0 : self;
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = (self < (int32_t)0) ? (int32_t)0 : self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -3809,15 +9122,15 @@ relu_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = (self < (int64_t)0) ? (int64_t)0 : self;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = (self < (int64_t)0) ? (int64_t)0 : self;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = (self < (int64_t)0) ? (int64_t)0 : self;
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = (self < (int64_t)0) ? (int64_t)0 : self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -3831,15 +9144,15 @@ relu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = (self < (float)0) ? (float)0 : self;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = (self < (float)0) ? (float)0 : self;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (self < (float)0) ? (float)0 : self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = (self < (float)0) ? (float)0 : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -3853,15 +9166,15 @@ relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = (self < (float)0) ? (float)0 : self;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = (self < (float)0) ? (float)0 : self;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (self < (float)0) ? (float)0 : self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = (self < (float)0) ? (float)0 : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -3875,15 +9188,15 @@ relu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = (self < (float)0) ? (float)0 : self;
-            out[i] = value;
+            const float out_value = (self < (float)0) ? (float)0 : self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = (self < (float)0) ? (float)0 : self;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = (self < (float)0) ? (float)0 : self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3897,15 +9210,15 @@ relu_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = (self < (double)0) ? (double)0 : self;
-            out[i] = value;
+            const double out_value = (self < (double)0) ? (double)0 : self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = (self < (double)0) ? (double)0 : self;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = (self < (double)0) ? (double)0 : self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -3939,7 +9252,7 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:148) */
+/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:303) */
 
 static void
 sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -3951,15 +9264,15 @@ sigmoid_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = (float)1 / ((float)1 + expf(-self));
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = (float)1 / ((float)1 + expf(-self));
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (float)1 / ((float)1 + expf(-self));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = (float)1 / ((float)1 + expf(-self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -3973,15 +9286,15 @@ sigmoid_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = (float)1 / ((float)1 + expf(-self));
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = (float)1 / ((float)1 + expf(-self));
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (float)1 / ((float)1 + expf(-self));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = (float)1 / ((float)1 + expf(-self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -3995,15 +9308,15 @@ sigmoid_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = (float)1 / ((float)1 + expf(-self));
-            out[i] = value;
+            const float out_value = (float)1 / ((float)1 + expf(-self));
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = (float)1 / ((float)1 + expf(-self));
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = (float)1 / ((float)1 + expf(-self));
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -4017,15 +9330,15 @@ sigmoid_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = (double)1 / ((double)1 + exp(-self));
-            out[i] = value;
+            const double out_value = (double)1 / ((double)1 + exp(-self));
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = (double)1 / ((double)1 + exp(-self));
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = (double)1 / ((double)1 + exp(-self));
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -4049,7 +9362,7 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- tanh: tanh(self)   (ops.yaml:156) */
+/* ---- tanh: tanh(self)   (ops.yaml:311) */
 
 static void
 tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4061,15 +9374,15 @@ tanh_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = tanhf(self);
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = tanhf(self);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = tanhf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = tanhf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -4083,15 +9396,15 @@ tanh_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = tanhf(self);
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = tanhf(self);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = tanhf(self);
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = tanhf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -4105,15 +9418,15 @@ tanh_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = tanhf(self);
-            out[i] = value;
+            const float out_value = tanhf(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = tanhf(self);
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = tanhf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -4127,15 +9440,15 @@ tanh_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = tanh(self);
-            out[i] = value;
+            const double out_value = tanh(self);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = tanh(self);
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = tanh(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -4159,100 +9472,119 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- softplus: self if self > 20 else log(1 + exp(self))   (ops.yaml:164) */
+/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:319) */
 
 static void
 softplus_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
-    (void)ctx;
+    const pointwise_scalar *scalars = ctx;
+    const float beta = (float)scalars[0].f;
+    const float threshold = (float)scalars[1].f;
     uint16_t *out = (uint16_t *)data[0];
     const uint16_t *self_p = (const uint16_t *)data[1];
     if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
-            out[i] = yt__f32_to_f16(value);
+            const float out_value =
+                ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value =
+            ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
 static void
 softplus_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
-    (void)ctx;
+    const pointwise_scalar *scalars = ctx;
+    const float beta = (float)scalars[0].f;
+    const float threshold = (float)scalars[1].f;
     uint16_t *out = (uint16_t *)data[0];
     const uint16_t *self_p = (const uint16_t *)data[1];
     if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value =
+                ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value =
+            ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
 static void
 softplus_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
-    (void)ctx;
+    const pointwise_scalar *scalars = ctx;
+    const float beta = (float)scalars[0].f;
+    const float threshold = (float)scalars[1].f;
     float *out = (float *)data[0];
     const float *self_p = (const float *)data[1];
     if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
-            out[i] = value;
+            const float out_value =
+                ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = (self > (float)20) ? self : logf((float)1 + expf(self));
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value =
+            ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
 static void
 softplus_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 {
-    (void)ctx;
+    const pointwise_scalar *scalars = ctx;
+    const double beta = (double)scalars[0].f;
+    const double threshold = (double)scalars[1].f;
     double *out = (double *)data[0];
     const double *self_p = (const double *)data[1];
     if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = (self > (double)20) ? self : log((double)1 + exp(self));
-            out[i] = value;
+            const double out_value =
+                ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = (self > (double)20) ? self : log((double)1 + exp(self));
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value =
+            ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
 yt_status
-yt__cpu_softplus(yt_tensor *result, yt_tensor *self)
+yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
-    const void *scalars = NULL;
+    const pointwise_scalar scalars[2] = {
+        {yt__scalar_to_double(beta), yt__scalar_to_i64(beta)},
+        {yt__scalar_to_double(threshold), yt__scalar_to_i64(threshold)},
+    };
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
@@ -4269,7 +9601,7 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- clone: self   (ops.yaml:172) */
+/* ---- clone: self   (ops.yaml:327) */
 
 static void
 clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4281,15 +9613,15 @@ clone_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self;
-            out[i] = (bool)(value);
+            const bool out_value = self;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4303,15 +9635,15 @@ clone_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = self;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = self;
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -4325,15 +9657,15 @@ clone_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = self;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = self;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = self;
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -4347,15 +9679,15 @@ clone_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = self;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = self;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = self;
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -4369,15 +9701,15 @@ clone_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = self;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = self;
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -4391,15 +9723,15 @@ clone_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = self;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = self;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = self;
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -4413,15 +9745,15 @@ clone_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = self;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -4435,15 +9767,15 @@ clone_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = self;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -4457,15 +9789,15 @@ clone_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self;
-            out[i] = value;
+            const float out_value = self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -4479,15 +9811,15 @@ clone_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self;
-            out[i] = value;
+            const double out_value = self;
+            out[i] = out_value;
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -4523,7 +9855,3884 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
     }
 }
 
-/* ---- eq: self == other   (ops.yaml:189) */
+/* ---- abs: abs(self)   (ops.yaml:342) */
+
+static void
+abs_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_abs_i32(self);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_abs_i32(self);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+abs_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_abs_i8(self);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_abs_i8(self);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+abs_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_abs_i16(self);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_abs_i16(self);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+abs_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_abs_i32(self);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_abs_i32(self);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+abs_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_abs_i64(self);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_abs_i64(self);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+abs_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_abs_f(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_abs_f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+abs_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_abs_f(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_abs_f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+abs_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_abs_f(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_abs_f(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+abs_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_abs_d(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_abs_d(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_abs(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, abs_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, abs_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, abs_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, abs_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, abs_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, abs_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, abs_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, abs_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, abs_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "abs: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- sign: sign(self)   (ops.yaml:350) */
+
+static void
+sign_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = yt__pw_sign_b(self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = yt__pw_sign_b(self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+sign_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_sign_i32(self);
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_sign_i32(self);
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+sign_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = yt__pw_sign_i8(self);
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = yt__pw_sign_i8(self);
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+sign_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = yt__pw_sign_i16(self);
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = yt__pw_sign_i16(self);
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+sign_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = yt__pw_sign_i32(self);
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = yt__pw_sign_i32(self);
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+sign_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = yt__pw_sign_i64(self);
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = yt__pw_sign_i64(self);
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+sign_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = yt__pw_sign_f(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_sign_f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+sign_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = yt__pw_sign_f(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = yt__pw_sign_f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+sign_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = yt__pw_sign_f(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = yt__pw_sign_f(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+sign_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = yt__pw_sign_d(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = yt__pw_sign_d(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_sign(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, sign_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, sign_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, sign_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, sign_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, sign_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, sign_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, sign_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, sign_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, sign_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, sign_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "sign: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- square: self * self   (ops.yaml:357) */
+
+static void
+square_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self * self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self * self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+square_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self * self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self * self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+square_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self * self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self * self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+square_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self * self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self * self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+square_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self * self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self * self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+square_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = self * self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self * self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+square_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = self * self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self * self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+square_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = self * self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = self * self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+square_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = self * self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = self * self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_square(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, square_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, square_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, square_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, square_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, square_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, square_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, square_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, square_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, square_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "square: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- reciprocal: 1 / self   (ops.yaml:364) */
+
+static void
+reciprocal_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = (float)1 / self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = (float)1 / self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+reciprocal_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = (float)1 / self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = (float)1 / self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+reciprocal_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = (float)1 / self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = (float)1 / self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+reciprocal_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = (double)1 / self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = (double)1 / self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "reciprocal: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:373) */
+
+static void
+rsqrt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = (float)1 / sqrtf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = (float)1 / sqrtf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+rsqrt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = (float)1 / sqrtf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = (float)1 / sqrtf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+rsqrt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = (float)1 / sqrtf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = (float)1 / sqrtf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+rsqrt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = (double)1 / sqrt(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = (double)1 / sqrt(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "rsqrt: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- expm1: expm1(self)   (ops.yaml:382) */
+
+static void
+expm1_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = expm1f(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = expm1f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+expm1_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = expm1f(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = expm1f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+expm1_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = expm1f(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = expm1f(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+expm1_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = expm1(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = expm1(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, expm1_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, expm1_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, expm1_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, expm1_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "expm1: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- log1p: log1p(self)   (ops.yaml:390) */
+
+static void
+log1p_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = log1pf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = log1pf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+log1p_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = log1pf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = log1pf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+log1p_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = log1pf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = log1pf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+log1p_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = log1p(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = log1p(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, log1p_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, log1p_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, log1p_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, log1p_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "log1p: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- log2: log2(self)   (ops.yaml:399) */
+
+static void
+log2_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = log2f(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = log2f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+log2_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = log2f(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = log2f(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+log2_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = log2f(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = log2f(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+log2_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = log2(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = log2(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_log2(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, log2_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, log2_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, log2_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, log2_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "log2: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- sin: sin(self)   (ops.yaml:408) */
+
+static void
+sin_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = sinf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = sinf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+sin_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = sinf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = sinf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+sin_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = sinf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = sinf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+sin_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = sin(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = sin(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_sin(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, sin_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, sin_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, sin_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, sin_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "sin: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- cos: cos(self)   (ops.yaml:416) */
+
+static void
+cos_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = cosf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = cosf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+cos_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = cosf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = cosf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+cos_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = cosf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = cosf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+cos_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = cos(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = cos(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_cos(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, cos_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, cos_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, cos_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, cos_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "cos: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- erf: erf(self)   (ops.yaml:424) */
+
+static void
+erf_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = erff(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = erff(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+erf_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = erff(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = erff(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+erf_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = erff(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = erff(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+erf_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = erf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = erf(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_erf(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, erf_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, erf_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, erf_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, erf_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "erf: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- floor: floor(self)   (ops.yaml:432) */
+
+static void
+floor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+floor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+floor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+floor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+floor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+floor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = floorf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = floorf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+floor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = floorf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = floorf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+floor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = floorf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = floorf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+floor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = floor(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = floor(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_floor(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, floor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, floor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, floor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, floor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, floor_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, floor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, floor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, floor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, floor_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "floor: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- ceil: ceil(self)   (ops.yaml:439) */
+
+static void
+ceil_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+ceil_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+ceil_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+ceil_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+ceil_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+ceil_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = ceilf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = ceilf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+ceil_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = ceilf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = ceilf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+ceil_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = ceilf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = ceilf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+ceil_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = ceil(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = ceil(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, ceil_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, ceil_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, ceil_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, ceil_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, ceil_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, ceil_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, ceil_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, ceil_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, ceil_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "ceil: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- round: nearbyint(self)   (ops.yaml:446) */
+
+static void
+round_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+round_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+round_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+round_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+round_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+round_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = nearbyintf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = nearbyintf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+round_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = nearbyintf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = nearbyintf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+round_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = nearbyintf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = nearbyintf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+round_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = nearbyint(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = nearbyint(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_round(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, round_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, round_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, round_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, round_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, round_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, round_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, round_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, round_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, round_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "round: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- trunc: trunc(self)   (ops.yaml:453) */
+
+static void
+trunc_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+trunc_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+trunc_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+trunc_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+trunc_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+trunc_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = truncf(self);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = truncf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+trunc_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = truncf(self);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = truncf(self);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+trunc_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = truncf(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = truncf(self);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+trunc_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = trunc(self);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = trunc(self);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, trunc_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, trunc_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, trunc_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, trunc_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, trunc_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, trunc_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, trunc_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, trunc_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, trunc_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "trunc: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:460) */
+
+static void
+leaky_relu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = (self > (float)0) ? self : (self * negative_slope);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = (self > (float)0) ? self : (self * negative_slope);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+leaky_relu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = (self > (float)0) ? self : (self * negative_slope);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = (self > (float)0) ? self : (self * negative_slope);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+leaky_relu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = (self > (float)0) ? self : (self * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = (self > (float)0) ? self : (self * negative_slope);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+leaky_relu_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = (self > (double)0) ? self : (self * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = (self > (double)0) ? self : (self * negative_slope);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope)},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "leaky_relu: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:468) */
+
+static void
+leaky_relu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self > (float)0) ? grad_output : (grad_output * negative_slope);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+leaky_relu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self > (float)0) ? grad_output : (grad_output * negative_slope);
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+leaky_relu_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (self > (float)0) ? grad_output : (grad_output * negative_slope);
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+leaky_relu_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                (self > (double)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                (self > (double)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                (self > (double)0) ? grad_output : (grad_output * negative_slope);
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = (self > (double)0) ? grad_output : (grad_output * negative_slope);
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                            yt_scalar negative_slope)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(negative_slope), yt__scalar_to_i64(negative_slope)},
+    };
+    yt_tensor *const inputs[2] = {grad_output, self};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "leaky_relu_backward: no CPU loop for dtype %s",
+                               yt_dtype_name(grad_output->dtype));
+    }
+}
+
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:479) */
+
+static void
+elu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+elu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value =
+            (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+elu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value =
+                (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value =
+            (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+elu_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    const double scale = (double)scalars[1].f;
+    const double input_scale = (double)scalars[2].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value =
+                (self > (double)0) ? (scale * self) : ((scale * alpha) * expm1(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value =
+            (self > (double)0) ? (scale * self) : ((scale * alpha) * expm1(self * input_scale));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+            yt_scalar input_scale)
+{
+    const pointwise_scalar scalars[3] = {
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale)},
+        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale)},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, elu_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, elu_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, elu_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, elu_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "elu: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:487) */
+
+static void
+elu_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            (self > (float)0)
+                ? (grad_output * scale)
+                : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+elu_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *grad_output_p = (const uint16_t *)data[1];
+    const uint16_t *self_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value =
+            (self > (float)0)
+                ? (grad_output * scale)
+                : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+elu_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    float *out = (float *)data[0];
+    const float *grad_output_p = (const float *)data[1];
+    const float *self_p = (const float *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[i];
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[0];
+            const float self = self_p[i];
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output = grad_output_p[i];
+            const float self = self_p[0];
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float grad_output = *(const float *)(data[1] + i * strides[1]);
+        const float self = *(const float *)(data[2] + i * strides[2]);
+        const float out_value =
+            (self > (float)0)
+                ? (grad_output * scale)
+                : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+elu_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    const double scale = (double)scalars[1].f;
+    const double input_scale = (double)scalars[2].f;
+    double *out = (double *)data[0];
+    const double *grad_output_p = (const double *)data[1];
+    const double *self_p = (const double *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[i];
+            const double out_value =
+                (self > (double)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[0];
+            const double self = self_p[i];
+            const double out_value =
+                (self > (double)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output = grad_output_p[i];
+            const double self = self_p[0];
+            const double out_value =
+                (self > (double)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double grad_output = *(const double *)(data[1] + i * strides[1]);
+        const double self = *(const double *)(data[2] + i * strides[2]);
+        const double out_value =
+            (self > (double)0)
+                ? (grad_output * scale)
+                : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
+                     yt_scalar input_scale, yt_tensor *self)
+{
+    const pointwise_scalar scalars[3] = {
+        {yt__scalar_to_double(alpha), yt__scalar_to_i64(alpha)},
+        {yt__scalar_to_double(scale), yt__scalar_to_i64(scale)},
+        {yt__scalar_to_double(input_scale), yt__scalar_to_i64(input_scale)},
+    };
+    yt_tensor *const inputs[2] = {grad_output, self};
+    switch (grad_output->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "elu_backward: no CPU loop for dtype %s",
+                               yt_dtype_name(grad_output->dtype));
+    }
+}
+
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:498) */
+
+static void
+silu_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = self / ((float)1 + expf(-self));
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self / ((float)1 + expf(-self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+silu_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = self / ((float)1 + expf(-self));
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self / ((float)1 + expf(-self));
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+silu_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = self / ((float)1 + expf(-self));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = self / ((float)1 + expf(-self));
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+silu_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = self / ((double)1 + exp(-self));
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = self / ((double)1 + exp(-self));
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_silu(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, silu_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, silu_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, silu_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, silu_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "silu: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- isnan: isnan(self)   (ops.yaml:505) */
+
+static void
+isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = (bool)(0 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = (bool)(0 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = (int32_t)(0 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = (int32_t)(0 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = (int8_t)(0 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = (int8_t)(0 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = (int16_t)(0 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = (int16_t)(0 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = (int32_t)(0 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = (int32_t)(0 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = (int64_t)(0 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = (int64_t)(0 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = isnan(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = isnan(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = isnan(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = isnan(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = isnan(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = isnan(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isnan_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = isnan(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = isnan(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, isnan_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, isnan_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, isnan_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, isnan_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, isnan_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, isnan_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, isnan_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, isnan_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, isnan_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, isnan_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "isnan: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- isfinite: isfinite(self)   (ops.yaml:514) */
+
+static void
+isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = (bool)(1 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = (bool)(1 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = (int32_t)(1 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = (int32_t)(1 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = (int8_t)(1 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = (int8_t)(1 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = (int16_t)(1 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = (int16_t)(1 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = (int32_t)(1 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = (int32_t)(1 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = (int64_t)(1 + 0 * self);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = (int64_t)(1 + 0 * self);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = isfinite(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = isfinite(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = isfinite(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = isfinite(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = isfinite(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = isfinite(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+isfinite_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = isfinite(self) != 0;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = isfinite(self) != 0;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "isfinite: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- eq: self == other   (ops.yaml:525) */
 
 static void
 eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -4537,8 +13746,8 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = self == other;
-            out[i] = (bool)(value);
+            const bool out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4547,8 +13756,8 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            const bool value = self == other;
-            out[i] = (bool)(value);
+            const bool out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4557,16 +13766,16 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            const bool value = self == other;
-            out[i] = (bool)(value);
+            const bool out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        const bool value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4583,8 +13792,8 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4593,8 +13802,8 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4603,16 +13812,16 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const int32_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4629,8 +13838,8 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = self == other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4639,8 +13848,8 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            const int8_t value = self == other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4649,16 +13858,16 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            const int8_t value = self == other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        const int8_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int8_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4675,8 +13884,8 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = self == other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4685,8 +13894,8 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            const int16_t value = self == other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4695,16 +13904,16 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            const int16_t value = self == other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        const int16_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int16_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4721,8 +13930,8 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4731,8 +13940,8 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4741,16 +13950,16 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        const int32_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4767,8 +13976,8 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = self == other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4777,8 +13986,8 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            const int64_t value = self == other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4787,16 +13996,16 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            const int64_t value = self == other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        const int64_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int64_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4813,8 +14022,8 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4823,8 +14032,8 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4833,16 +14042,16 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4859,8 +14068,8 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4869,8 +14078,8 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4879,16 +14088,16 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4904,8 +14113,8 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4914,8 +14123,8 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4924,16 +14133,16 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        const float value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -4950,8 +14159,8 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = self == other;
-            out[i] = (bool)(value);
+            const double out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4960,8 +14169,8 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = self == other;
-            out[i] = (bool)(value);
+            const double out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -4970,16 +14179,16 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = self == other;
-            out[i] = (bool)(value);
+            const double out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        const double value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const double out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5015,7 +14224,7 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     }
 }
 
-/* ---- eq: self == other   (ops.yaml:199) */
+/* ---- eq: self == other   (ops.yaml:535) */
 
 static void
 eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5028,15 +14237,15 @@ eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self == other;
-            out[i] = (bool)(value);
+            const bool out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5051,15 +14260,15 @@ eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5074,15 +14283,15 @@ eq_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = self == other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int8_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5097,15 +14306,15 @@ eq_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = self == other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int16_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5120,15 +14329,15 @@ eq_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self == other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5143,15 +14352,15 @@ eq_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = self == other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int64_t out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5166,15 +14375,15 @@ eq_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5189,15 +14398,15 @@ eq_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5212,15 +14421,15 @@ eq_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self == other;
-            out[i] = (bool)(value);
+            const float out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5235,15 +14444,15 @@ eq_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self == other;
-            out[i] = (bool)(value);
+            const double out_value = self == other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self == other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const double out_value = self == other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5281,7 +14490,7 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     }
 }
 
-/* ---- lt: self < other   (ops.yaml:208) */
+/* ---- lt: self < other   (ops.yaml:544) */
 
 static void
 lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5295,8 +14504,8 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = self < other;
-            out[i] = (bool)(value);
+            const bool out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5305,8 +14514,8 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            const bool value = self < other;
-            out[i] = (bool)(value);
+            const bool out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5315,16 +14524,16 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            const bool value = self < other;
-            out[i] = (bool)(value);
+            const bool out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        const bool value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5341,8 +14550,8 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5351,8 +14560,8 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5361,16 +14570,16 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const int32_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5387,8 +14596,8 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = self < other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5397,8 +14606,8 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            const int8_t value = self < other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5407,16 +14616,16 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            const int8_t value = self < other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        const int8_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int8_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5433,8 +14642,8 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = self < other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5443,8 +14652,8 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            const int16_t value = self < other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5453,16 +14662,16 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            const int16_t value = self < other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        const int16_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int16_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5479,8 +14688,8 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5489,8 +14698,8 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5499,16 +14708,16 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        const int32_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5525,8 +14734,8 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = self < other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5535,8 +14744,8 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            const int64_t value = self < other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5545,16 +14754,16 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            const int64_t value = self < other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        const int64_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int64_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5571,8 +14780,8 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5581,8 +14790,8 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5591,16 +14800,16 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5617,8 +14826,8 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5627,8 +14836,8 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5637,16 +14846,16 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5662,8 +14871,8 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5672,8 +14881,8 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5682,16 +14891,16 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        const float value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5708,8 +14917,8 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = self < other;
-            out[i] = (bool)(value);
+            const double out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5718,8 +14927,8 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = self < other;
-            out[i] = (bool)(value);
+            const double out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -5728,16 +14937,16 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = self < other;
-            out[i] = (bool)(value);
+            const double out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        const double value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const double out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5773,7 +14982,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     }
 }
 
-/* ---- lt: self < other   (ops.yaml:218) */
+/* ---- lt: self < other   (ops.yaml:554) */
 
 static void
 lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -5786,15 +14995,15 @@ lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self < other;
-            out[i] = (bool)(value);
+            const bool out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5809,15 +15018,15 @@ lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5832,15 +15041,15 @@ lt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = self < other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int8_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5855,15 +15064,15 @@ lt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = self < other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int16_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5878,15 +15087,15 @@ lt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self < other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5901,15 +15110,15 @@ lt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = self < other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int64_t out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5924,15 +15133,15 @@ lt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5947,15 +15156,15 @@ lt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5970,15 +15179,15 @@ lt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self < other;
-            out[i] = (bool)(value);
+            const float out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -5993,15 +15202,15 @@ lt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self < other;
-            out[i] = (bool)(value);
+            const double out_value = self < other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self < other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const double out_value = self < other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6039,7 +15248,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     }
 }
 
-/* ---- gt: self > other   (ops.yaml:227) */
+/* ---- gt: self > other   (ops.yaml:563) */
 
 static void
 gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -6053,8 +15262,8 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = self > other;
-            out[i] = (bool)(value);
+            const bool out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6063,8 +15272,8 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[0];
             const bool other = other_p[i];
-            const bool value = self > other;
-            out[i] = (bool)(value);
+            const bool out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6073,16 +15282,16 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
             const bool other = other_p[0];
-            const bool value = self > other;
-            out[i] = (bool)(value);
+            const bool out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
         const bool other = *(const bool *)(data[2] + i * strides[2]);
-        const bool value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6099,8 +15308,8 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6109,8 +15318,8 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6119,16 +15328,16 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
-        const int32_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6145,8 +15354,8 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = self > other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6155,8 +15364,8 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            const int8_t value = self > other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6165,16 +15374,16 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            const int8_t value = self > other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
         const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
-        const int8_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int8_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6191,8 +15400,8 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = self > other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6201,8 +15410,8 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            const int16_t value = self > other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6211,16 +15420,16 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            const int16_t value = self > other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
         const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
-        const int16_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int16_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6237,8 +15446,8 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6247,8 +15456,8 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6257,16 +15466,16 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
         const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
-        const int32_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6283,8 +15492,8 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = self > other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6293,8 +15502,8 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            const int64_t value = self > other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6303,16 +15512,16 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            const int64_t value = self > other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
         const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
-        const int64_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int64_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6329,8 +15538,8 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6339,8 +15548,8 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6349,16 +15558,16 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6375,8 +15584,8 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6385,8 +15594,8 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6395,16 +15604,16 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
-        const float value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6420,8 +15629,8 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6430,8 +15639,8 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6440,16 +15649,16 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
         const float other = *(const float *)(data[2] + i * strides[2]);
-        const float value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6466,8 +15675,8 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = self > other;
-            out[i] = (bool)(value);
+            const double out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6476,8 +15685,8 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = self > other;
-            out[i] = (bool)(value);
+            const double out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6486,16 +15695,16 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = self > other;
-            out[i] = (bool)(value);
+            const double out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
         const double other = *(const double *)(data[2] + i * strides[2]);
-        const double value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const double out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6531,7 +15740,7 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     }
 }
 
-/* ---- gt: self > other   (ops.yaml:237) */
+/* ---- gt: self > other   (ops.yaml:573) */
 
 static void
 gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -6544,15 +15753,15 @@ gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const bool self = self_p[i];
-            const bool value = self > other;
-            out[i] = (bool)(value);
+            const bool out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const bool self = *(const bool *)(data[1] + i * strides[1]);
-        const bool value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6567,15 +15776,15 @@ gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
-        const int32_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6590,15 +15799,15 @@ gt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ct
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = self_p[i];
-            const int8_t value = self > other;
-            out[i] = (bool)(value);
+            const int8_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
-        const int8_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int8_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6613,15 +15822,15 @@ gt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = self_p[i];
-            const int16_t value = self > other;
-            out[i] = (bool)(value);
+            const int16_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
-        const int16_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int16_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6636,15 +15845,15 @@ gt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = self_p[i];
-            const int32_t value = self > other;
-            out[i] = (bool)(value);
+            const int32_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
-        const int32_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int32_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6659,15 +15868,15 @@ gt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = self_p[i];
-            const int64_t value = self > other;
-            out[i] = (bool)(value);
+            const int64_t out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
-        const int64_t value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const int64_t out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6682,15 +15891,15 @@ gt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__f16_to_f32(self_p[i]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6705,15 +15914,15 @@ gt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = yt__bf16_to_f32(self_p[i]);
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
-        const float value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6728,15 +15937,15 @@ gt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float self = self_p[i];
-            const float value = self > other;
-            out[i] = (bool)(value);
+            const float out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const float self = *(const float *)(data[1] + i * strides[1]);
-        const float value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const float out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6751,15 +15960,15 @@ gt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *c
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const double self = self_p[i];
-            const double value = self > other;
-            out[i] = (bool)(value);
+            const double out_value = self > other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const double self = *(const double *)(data[1] + i * strides[1]);
-        const double value = self > other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const double out_value = self > other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6797,7 +16006,7 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     }
 }
 
-/* ---- where: self if condition else other   (ops.yaml:246) */
+/* ---- where: self if condition else other   (ops.yaml:582) */
 
 static void
 where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
@@ -6814,8 +16023,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = condition ? self : other;
-            out[i] = (bool)(value);
+            const bool out_value = condition ? self : other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6826,8 +16035,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const bool self = self_p[i];
             const bool other = other_p[i];
-            const bool value = condition ? self : other;
-            out[i] = (bool)(value);
+            const bool out_value = condition ? self : other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6838,8 +16047,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const bool self = self_p[0];
             const bool other = other_p[i];
-            const bool value = condition ? self : other;
-            out[i] = (bool)(value);
+            const bool out_value = condition ? self : other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6850,8 +16059,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const bool self = self_p[i];
             const bool other = other_p[0];
-            const bool value = condition ? self : other;
-            out[i] = (bool)(value);
+            const bool out_value = condition ? self : other;
+            out[i] = (bool)(out_value);
         }
         return;
     }
@@ -6859,8 +16068,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const bool self = *(const bool *)(data[2] + i * strides[2]);
         const bool other = *(const bool *)(data[3] + i * strides[3]);
-        const bool value = condition ? self : other;
-        *(bool *)(data[0] + i * strides[0]) = (bool)(value);
+        const bool out_value = condition ? self : other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
     }
 }
 
@@ -6879,8 +16088,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = condition ? self : other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -6891,8 +16100,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = condition ? self : other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -6903,8 +16112,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = condition ? self : other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -6915,8 +16124,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = condition ? self : other;
-            out[i] = (uint8_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (uint8_t)(out_value);
         }
         return;
     }
@@ -6924,8 +16133,8 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int32_t self = *(const uint8_t *)(data[2] + i * strides[2]);
         const int32_t other = *(const uint8_t *)(data[3] + i * strides[3]);
-        const int32_t value = condition ? self : other;
-        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(value);
+        const int32_t out_value = condition ? self : other;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
     }
 }
 
@@ -6944,8 +16153,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = condition ? self : other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = condition ? self : other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -6956,8 +16165,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int8_t self = self_p[i];
             const int8_t other = other_p[i];
-            const int8_t value = condition ? self : other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = condition ? self : other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -6968,8 +16177,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int8_t self = self_p[0];
             const int8_t other = other_p[i];
-            const int8_t value = condition ? self : other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = condition ? self : other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -6980,8 +16189,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int8_t self = self_p[i];
             const int8_t other = other_p[0];
-            const int8_t value = condition ? self : other;
-            out[i] = (int8_t)(value);
+            const int8_t out_value = condition ? self : other;
+            out[i] = (int8_t)(out_value);
         }
         return;
     }
@@ -6989,8 +16198,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int8_t self = *(const int8_t *)(data[2] + i * strides[2]);
         const int8_t other = *(const int8_t *)(data[3] + i * strides[3]);
-        const int8_t value = condition ? self : other;
-        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(value);
+        const int8_t out_value = condition ? self : other;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
     }
 }
 
@@ -7009,8 +16218,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = condition ? self : other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = condition ? self : other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -7021,8 +16230,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int16_t self = self_p[i];
             const int16_t other = other_p[i];
-            const int16_t value = condition ? self : other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = condition ? self : other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -7033,8 +16242,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int16_t self = self_p[0];
             const int16_t other = other_p[i];
-            const int16_t value = condition ? self : other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = condition ? self : other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -7045,8 +16254,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int16_t self = self_p[i];
             const int16_t other = other_p[0];
-            const int16_t value = condition ? self : other;
-            out[i] = (int16_t)(value);
+            const int16_t out_value = condition ? self : other;
+            out[i] = (int16_t)(out_value);
         }
         return;
     }
@@ -7054,8 +16263,8 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int16_t self = *(const int16_t *)(data[2] + i * strides[2]);
         const int16_t other = *(const int16_t *)(data[3] + i * strides[3]);
-        const int16_t value = condition ? self : other;
-        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(value);
+        const int16_t out_value = condition ? self : other;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
     }
 }
 
@@ -7074,8 +16283,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = condition ? self : other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -7086,8 +16295,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int32_t self = self_p[i];
             const int32_t other = other_p[i];
-            const int32_t value = condition ? self : other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -7098,8 +16307,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[0];
             const int32_t other = other_p[i];
-            const int32_t value = condition ? self : other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -7110,8 +16319,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int32_t self = self_p[i];
             const int32_t other = other_p[0];
-            const int32_t value = condition ? self : other;
-            out[i] = (int32_t)(value);
+            const int32_t out_value = condition ? self : other;
+            out[i] = (int32_t)(out_value);
         }
         return;
     }
@@ -7119,8 +16328,8 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int32_t self = *(const int32_t *)(data[2] + i * strides[2]);
         const int32_t other = *(const int32_t *)(data[3] + i * strides[3]);
-        const int32_t value = condition ? self : other;
-        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(value);
+        const int32_t out_value = condition ? self : other;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
     }
 }
 
@@ -7139,8 +16348,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = condition ? self : other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = condition ? self : other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -7151,8 +16360,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const int64_t self = self_p[i];
             const int64_t other = other_p[i];
-            const int64_t value = condition ? self : other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = condition ? self : other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -7163,8 +16372,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int64_t self = self_p[0];
             const int64_t other = other_p[i];
-            const int64_t value = condition ? self : other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = condition ? self : other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -7175,8 +16384,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const int64_t self = self_p[i];
             const int64_t other = other_p[0];
-            const int64_t value = condition ? self : other;
-            out[i] = (int64_t)(value);
+            const int64_t out_value = condition ? self : other;
+            out[i] = (int64_t)(out_value);
         }
         return;
     }
@@ -7184,8 +16393,8 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const int64_t self = *(const int64_t *)(data[2] + i * strides[2]);
         const int64_t other = *(const int64_t *)(data[3] + i * strides[3]);
-        const int64_t value = condition ? self : other;
-        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(value);
+        const int64_t out_value = condition ? self : other;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
     }
 }
 
@@ -7204,8 +16413,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -7216,8 +16425,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -7228,8 +16437,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__f16_to_f32(self_p[0]);
             const float other = yt__f16_to_f32(other_p[i]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -7240,8 +16449,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__f16_to_f32(self_p[i]);
             const float other = yt__f16_to_f32(other_p[0]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_f16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_f16(out_value);
         }
         return;
     }
@@ -7249,8 +16458,8 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const float self = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
         const float other = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
-        const float value = condition ? self : other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(value);
+        const float out_value = condition ? self : other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
     }
 }
 
@@ -7269,8 +16478,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -7281,8 +16490,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -7293,8 +16502,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__bf16_to_f32(self_p[0]);
             const float other = yt__bf16_to_f32(other_p[i]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -7305,8 +16514,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = yt__bf16_to_f32(self_p[i]);
             const float other = yt__bf16_to_f32(other_p[0]);
-            const float value = condition ? self : other;
-            out[i] = yt__f32_to_bf16(value);
+            const float out_value = condition ? self : other;
+            out[i] = yt__f32_to_bf16(out_value);
         }
         return;
     }
@@ -7314,8 +16523,8 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const float self = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
         const float other = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
-        const float value = condition ? self : other;
-        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(value);
+        const float out_value = condition ? self : other;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
     }
 }
 
@@ -7334,8 +16543,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = condition ? self : other;
-            out[i] = value;
+            const float out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7346,8 +16555,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const float self = self_p[i];
             const float other = other_p[i];
-            const float value = condition ? self : other;
-            out[i] = value;
+            const float out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7358,8 +16567,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = self_p[0];
             const float other = other_p[i];
-            const float value = condition ? self : other;
-            out[i] = value;
+            const float out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7370,8 +16579,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const float self = self_p[i];
             const float other = other_p[0];
-            const float value = condition ? self : other;
-            out[i] = value;
+            const float out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7379,8 +16588,8 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const float self = *(const float *)(data[2] + i * strides[2]);
         const float other = *(const float *)(data[3] + i * strides[3]);
-        const float value = condition ? self : other;
-        *(float *)(data[0] + i * strides[0]) = value;
+        const float out_value = condition ? self : other;
+        *(float *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -7399,8 +16608,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = condition ? self : other;
-            out[i] = value;
+            const double out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7411,8 +16620,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[0];
             const double self = self_p[i];
             const double other = other_p[i];
-            const double value = condition ? self : other;
-            out[i] = value;
+            const double out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7423,8 +16632,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const double self = self_p[0];
             const double other = other_p[i];
-            const double value = condition ? self : other;
-            out[i] = value;
+            const double out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7435,8 +16644,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
             const bool condition = condition_p[i];
             const double self = self_p[i];
             const double other = other_p[0];
-            const double value = condition ? self : other;
-            out[i] = value;
+            const double out_value = condition ? self : other;
+            out[i] = out_value;
         }
         return;
     }
@@ -7444,8 +16653,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
         const bool condition = *(const bool *)(data[1] + i * strides[1]);
         const double self = *(const double *)(data[2] + i * strides[2]);
         const double other = *(const double *)(data[3] + i * strides[3]);
-        const double value = condition ? self : other;
-        *(double *)(data[0] + i * strides[0]) = value;
+        const double out_value = condition ? self : other;
+        *(double *)(data[0] + i * strides[0]) = out_value;
     }
 }
 
@@ -7477,6 +16686,5198 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
         return yt__pointwise(result, 3, inputs, where_loop_f64, scalars);
     default:
         return yt__fail_status(YT_ERR_DTYPE, "where: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- ne: self != other   (ops.yaml:595) */
+
+static void
+ne_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, ne_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, ne_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, ne_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, ne_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, ne_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, ne_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, ne_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, ne_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, ne_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, ne_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- ne: self != other   (ops.yaml:605) */
+
+static void
+ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool other = (bool)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ne_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = self != other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = self != other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "ne: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- le: self <= other   (ops.yaml:614) */
+
+static void
+le_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, le_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, le_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, le_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, le_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, le_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, le_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, le_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, le_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, le_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, le_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- le: self <= other   (ops.yaml:624) */
+
+static void
+le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool other = (bool)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+le_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = self <= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = self <= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "le: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- ge: self >= other   (ops.yaml:633) */
+
+static void
+ge_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, ge_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, ge_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, ge_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, ge_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, ge_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, ge_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, ge_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, ge_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, ge_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, ge_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- ge: self >= other   (ops.yaml:643) */
+
+static void
+ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool other = (bool)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t other = (int8_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t other = (int16_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t other = (int32_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t other = (int64_t)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+ge_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = self >= other;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = self >= other;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(other), yt__scalar_to_i64(other)},
+    };
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "ge: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:652) */
+
+static void
+logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = (self != (bool)0) && (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = (self != (bool)0) && (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = (self != (bool)0) && (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = (self != (bool)0) && (other != (bool)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = (self != (int8_t)0) && (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = (self != (int8_t)0) && (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = (self != (int8_t)0) && (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = (self != (int8_t)0) && (other != (int8_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = (self != (int16_t)0) && (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = (self != (int16_t)0) && (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = (self != (int16_t)0) && (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = (self != (int16_t)0) && (other != (int16_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = (self != (int64_t)0) && (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = (self != (int64_t)0) && (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = (self != (int64_t)0) && (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = (self != (int64_t)0) && (other != (int64_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self != (float)0) && (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self != (float)0) && (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = (self != (float)0) && (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (self != (float)0) && (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_and_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = (self != (double)0) && (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = (self != (double)0) && (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = (self != (double)0) && (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = (self != (double)0) && (other != (double)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "logical_and: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:662) */
+
+static void
+logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = (self != (bool)0) || (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = (self != (bool)0) || (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = (self != (bool)0) || (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = (self != (bool)0) || (other != (bool)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = (self != (int8_t)0) || (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = (self != (int8_t)0) || (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = (self != (int8_t)0) || (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = (self != (int8_t)0) || (other != (int8_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = (self != (int16_t)0) || (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = (self != (int16_t)0) || (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = (self != (int16_t)0) || (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = (self != (int16_t)0) || (other != (int16_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = (self != (int64_t)0) || (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = (self != (int64_t)0) || (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = (self != (int64_t)0) || (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = (self != (int64_t)0) || (other != (int64_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self != (float)0) || (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self != (float)0) || (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = (self != (float)0) || (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (self != (float)0) || (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_or_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = (self != (double)0) || (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = (self != (double)0) || (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = (self != (double)0) || (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = (self != (double)0) || (other != (double)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "logical_or: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:672) */
+
+static void
+logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *other_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[i];
+            const bool out_value = (self != (bool)0) != (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool other = other_p[i];
+            const bool out_value = (self != (bool)0) != (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool other = other_p[0];
+            const bool out_value = (self != (bool)0) != (other != (bool)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool other = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = (self != (bool)0) != (other != (bool)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const uint8_t *other_p = (const uint8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const uint8_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const int8_t *other_p = (const int8_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[i];
+            const int8_t out_value = (self != (int8_t)0) != (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const int8_t other = other_p[i];
+            const int8_t out_value = (self != (int8_t)0) != (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t other = other_p[0];
+            const int8_t out_value = (self != (int8_t)0) != (other != (int8_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t other = *(const int8_t *)(data[2] + i * strides[2]);
+        const int8_t out_value = (self != (int8_t)0) != (other != (int8_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const int16_t *other_p = (const int16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[i];
+            const int16_t out_value = (self != (int16_t)0) != (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const int16_t other = other_p[i];
+            const int16_t out_value = (self != (int16_t)0) != (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t other = other_p[0];
+            const int16_t out_value = (self != (int16_t)0) != (other != (int16_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t other = *(const int16_t *)(data[2] + i * strides[2]);
+        const int16_t out_value = (self != (int16_t)0) != (other != (int16_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const int32_t *other_p = (const int32_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const int32_t other = other_p[i];
+            const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t other = other_p[0];
+            const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t other = *(const int32_t *)(data[2] + i * strides[2]);
+        const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const int64_t *other_p = (const int64_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[i];
+            const int64_t out_value = (self != (int64_t)0) != (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const int64_t other = other_p[i];
+            const int64_t out_value = (self != (int64_t)0) != (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t other = other_p[0];
+            const int64_t out_value = (self != (int64_t)0) != (other != (int64_t)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t other = *(const int64_t *)(data[2] + i * strides[2]);
+        const int64_t out_value = (self != (int64_t)0) != (other != (int64_t)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const float other = yt__f16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float other = yt__f16_to_f32(other_p[0]);
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__f16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self != (float)0) != (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const uint16_t *other_p = (const uint16_t *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const float other = yt__bf16_to_f32(other_p[i]);
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float other = yt__bf16_to_f32(other_p[0]);
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float other = yt__bf16_to_f32(*(const uint16_t *)(data[2] + i * strides[2]));
+        const float out_value = (self != (float)0) != (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    const float *other_p = (const float *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[i];
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const float other = other_p[i];
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float other = other_p[0];
+            const float out_value = (self != (float)0) != (other != (float)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float other = *(const float *)(data[2] + i * strides[2]);
+        const float out_value = (self != (float)0) != (other != (float)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_xor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    const double *other_p = (const double *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[i];
+            const double out_value = (self != (double)0) != (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const double other = other_p[i];
+            const double out_value = (self != (double)0) != (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double other = other_p[0];
+            const double out_value = (self != (double)0) != (other != (double)0);
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double other = *(const double *)(data[2] + i * strides[2]);
+        const double out_value = (self != (double)0) != (other != (double)0);
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[2] = {self, other};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "logical_xor: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- logical_not: not self   (ops.yaml:682) */
+
+static void
+logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const int8_t out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const int8_t out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const int16_t out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const int16_t out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const int32_t out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const int32_t out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const int64_t out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const int64_t out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const float out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const float out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const float out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const float *self_p = (const float *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const float out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const float out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+logical_not_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const double *self_p = (const double *)data[1];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const double out_value = !self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const double out_value = !self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+yt_status
+yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[1] = {self};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "logical_not: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- masked_fill: value if mask else self   (ops.yaml:691) */
+
+static void
+masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const bool value = (bool)scalars[0].i;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool mask = mask_p[i];
+            const bool out_value = mask ? value : self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool mask = mask_p[i];
+            const bool out_value = mask ? value : self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool mask = mask_p[0];
+            const bool out_value = mask ? value : self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const bool out_value = mask ? value : self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+masked_fill_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t value = (int32_t)scalars[0].i;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int32_t out_value = mask ? value : self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+masked_fill_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t value = (int8_t)scalars[0].i;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int8_t out_value = mask ? value : self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int8_t out_value = mask ? value : self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int8_t out_value = mask ? value : self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int8_t out_value = mask ? value : self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+masked_fill_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t value = (int16_t)scalars[0].i;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int16_t out_value = mask ? value : self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int16_t out_value = mask ? value : self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int16_t out_value = mask ? value : self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int16_t out_value = mask ? value : self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+masked_fill_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t value = (int32_t)scalars[0].i;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int32_t out_value = mask ? value : self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+masked_fill_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t value = (int64_t)scalars[0].i;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int64_t out_value = mask ? value : self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int64_t out_value = mask ? value : self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int64_t out_value = mask ? value : self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int64_t out_value = mask ? value : self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+masked_fill_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const bool mask = mask_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const bool mask = mask_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const bool mask = mask_p[0];
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const float out_value = mask ? value : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+masked_fill_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const bool mask = mask_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const bool mask = mask_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const bool mask = mask_p[0];
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const float out_value = mask ? value : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+masked_fill_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const bool mask = mask_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const bool mask = mask_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const bool mask = mask_p[0];
+            const float out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const float out_value = mask ? value : self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+masked_fill_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const bool mask = mask_p[i];
+            const double out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const bool mask = mask_p[i];
+            const double out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const bool mask = mask_p[0];
+            const double out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const double out_value = mask ? value : self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scalar value)
+{
+    const pointwise_scalar scalars[1] = {
+        {yt__scalar_to_double(value), yt__scalar_to_i64(value)},
+    };
+    yt_tensor *const inputs[2] = {self, mask};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
+                               yt_dtype_name(self->dtype));
+    }
+}
+
+/* ---- masked_fill: value if mask else self   (ops.yaml:704) */
+
+static void
+masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    bool *out = (bool *)data[0];
+    const bool *self_p = (const bool *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const bool *value_p = (const bool *)data[3];
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool mask = mask_p[i];
+            const bool value = value_p[i];
+            const bool out_value = mask ? value : self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[0];
+            const bool mask = mask_p[i];
+            const bool value = value_p[i];
+            const bool out_value = mask ? value : self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        strides[3] == sizeof(bool)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool mask = mask_p[0];
+            const bool value = value_p[i];
+            const bool out_value = mask ? value : self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == sizeof(bool) &&
+        strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const bool self = self_p[i];
+            const bool mask = mask_p[i];
+            const bool value = value_p[0];
+            const bool out_value = mask ? value : self;
+            out[i] = (bool)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const bool self = *(const bool *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const bool value = *(const bool *)(data[3] + i * strides[3]);
+        const bool out_value = mask ? value : self;
+        *(bool *)(data[0] + i * strides[0]) = (bool)(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint8_t *out = (uint8_t *)data[0];
+    const uint8_t *self_p = (const uint8_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const uint8_t *value_p = (const uint8_t *)data[3];
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int32_t value = value_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int32_t value = value_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int32_t value = value_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int32_t value = value_p[0];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (uint8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const uint8_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int32_t value = *(const uint8_t *)(data[3] + i * strides[3]);
+        const int32_t out_value = mask ? value : self;
+        *(uint8_t *)(data[0] + i * strides[0]) = (uint8_t)(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int8_t *out = (int8_t *)data[0];
+    const int8_t *self_p = (const int8_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const int8_t *value_p = (const int8_t *)data[3];
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int8_t value = value_p[i];
+            const int8_t out_value = mask ? value : self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int8_t value = value_p[i];
+            const int8_t out_value = mask ? value : self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int8_t value = value_p[i];
+            const int8_t out_value = mask ? value : self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int8_t value = value_p[0];
+            const int8_t out_value = mask ? value : self;
+            out[i] = (int8_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int8_t self = *(const int8_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int8_t value = *(const int8_t *)(data[3] + i * strides[3]);
+        const int8_t out_value = mask ? value : self;
+        *(int8_t *)(data[0] + i * strides[0]) = (int8_t)(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int16_t *out = (int16_t *)data[0];
+    const int16_t *self_p = (const int16_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const int16_t *value_p = (const int16_t *)data[3];
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int16_t value = value_p[i];
+            const int16_t out_value = mask ? value : self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int16_t value = value_p[i];
+            const int16_t out_value = mask ? value : self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int16_t value = value_p[i];
+            const int16_t out_value = mask ? value : self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int16_t value = value_p[0];
+            const int16_t out_value = mask ? value : self;
+            out[i] = (int16_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int16_t self = *(const int16_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int16_t value = *(const int16_t *)(data[3] + i * strides[3]);
+        const int16_t out_value = mask ? value : self;
+        *(int16_t *)(data[0] + i * strides[0]) = (int16_t)(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int32_t *out = (int32_t *)data[0];
+    const int32_t *self_p = (const int32_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const int32_t *value_p = (const int32_t *)data[3];
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int32_t value = value_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int32_t value = value_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int32_t value = value_p[i];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int32_t value = value_p[0];
+            const int32_t out_value = mask ? value : self;
+            out[i] = (int32_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t self = *(const int32_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int32_t value = *(const int32_t *)(data[3] + i * strides[3]);
+        const int32_t out_value = mask ? value : self;
+        *(int32_t *)(data[0] + i * strides[0]) = (int32_t)(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t *out = (int64_t *)data[0];
+    const int64_t *self_p = (const int64_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const int64_t *value_p = (const int64_t *)data[3];
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int64_t value = value_p[i];
+            const int64_t out_value = mask ? value : self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[0];
+            const bool mask = mask_p[i];
+            const int64_t value = value_p[i];
+            const int64_t out_value = mask ? value : self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0 &&
+        strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const bool mask = mask_p[0];
+            const int64_t value = value_p[i];
+            const int64_t out_value = mask ? value : self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = self_p[i];
+            const bool mask = mask_p[i];
+            const int64_t value = value_p[0];
+            const int64_t out_value = mask ? value : self;
+            out[i] = (int64_t)(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t self = *(const int64_t *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const int64_t value = *(const int64_t *)(data[3] + i * strides[3]);
+        const int64_t out_value = mask ? value : self;
+        *(int64_t *)(data[0] + i * strides[0]) = (int64_t)(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const uint16_t *value_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const bool mask = mask_p[i];
+            const float value = yt__f16_to_f32(value_p[i]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[0]);
+            const bool mask = mask_p[i];
+            const float value = yt__f16_to_f32(value_p[i]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const bool mask = mask_p[0];
+            const float value = yt__f16_to_f32(value_p[i]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__f16_to_f32(self_p[i]);
+            const bool mask = mask_p[i];
+            const float value = yt__f16_to_f32(value_p[0]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_f16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__f16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const float value = yt__f16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = mask ? value : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_f16(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    uint16_t *out = (uint16_t *)data[0];
+    const uint16_t *self_p = (const uint16_t *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const uint16_t *value_p = (const uint16_t *)data[3];
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const bool mask = mask_p[i];
+            const float value = yt__bf16_to_f32(value_p[i]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[0]);
+            const bool mask = mask_p[i];
+            const float value = yt__bf16_to_f32(value_p[i]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+        strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const bool mask = mask_p[0];
+            const float value = yt__bf16_to_f32(value_p[i]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = yt__bf16_to_f32(self_p[i]);
+            const bool mask = mask_p[i];
+            const float value = yt__bf16_to_f32(value_p[0]);
+            const float out_value = mask ? value : self;
+            out[i] = yt__f32_to_bf16(out_value);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = yt__bf16_to_f32(*(const uint16_t *)(data[1] + i * strides[1]));
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const float value = yt__bf16_to_f32(*(const uint16_t *)(data[3] + i * strides[3]));
+        const float out_value = mask ? value : self;
+        *(uint16_t *)(data[0] + i * strides[0]) = yt__f32_to_bf16(out_value);
+    }
+}
+
+static void
+masked_fill_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    float *out = (float *)data[0];
+    const float *self_p = (const float *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const float *value_p = (const float *)data[3];
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const bool mask = mask_p[i];
+            const float value = value_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[0];
+            const bool mask = mask_p[i];
+            const float value = value_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+        strides[3] == sizeof(float)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const bool mask = mask_p[0];
+            const float value = value_p[i];
+            const float out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == sizeof(bool) &&
+        strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float self = self_p[i];
+            const bool mask = mask_p[i];
+            const float value = value_p[0];
+            const float out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const float self = *(const float *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const float value = *(const float *)(data[3] + i * strides[3]);
+        const float out_value = mask ? value : self;
+        *(float *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+static void
+masked_fill_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    double *out = (double *)data[0];
+    const double *self_p = (const double *)data[1];
+    const bool *mask_p = (const bool *)data[2];
+    const double *value_p = (const double *)data[3];
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(bool) && strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const bool mask = mask_p[i];
+            const double value = value_p[i];
+            const double out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[0];
+            const bool mask = mask_p[i];
+            const double value = value_p[i];
+            const double out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+        strides[3] == sizeof(double)) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const bool mask = mask_p[0];
+            const double value = value_p[i];
+            const double out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+        strides[2] == sizeof(bool) && strides[3] == 0) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const double self = self_p[i];
+            const bool mask = mask_p[i];
+            const double value = value_p[0];
+            const double out_value = mask ? value : self;
+            out[i] = out_value;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double self = *(const double *)(data[1] + i * strides[1]);
+        const bool mask = *(const bool *)(data[2] + i * strides[2]);
+        const double value = *(const double *)(data[3] + i * strides[3]);
+        const double out_value = mask ? value : self;
+        *(double *)(data[0] + i * strides[0]) = out_value;
+    }
+}
+
+yt_status
+yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_tensor *value)
+{
+    const void *scalars = NULL;
+    yt_tensor *const inputs[3] = {self, mask, value};
+    switch (self->dtype) {
+    case YT_DTYPE_BOOL:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bool, scalars);
+    case YT_DTYPE_U8:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_u8, scalars);
+    case YT_DTYPE_I8:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i8, scalars);
+    case YT_DTYPE_I16:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i16, scalars);
+    case YT_DTYPE_I32:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i32, scalars);
+    case YT_DTYPE_I64:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i64, scalars);
+    case YT_DTYPE_F16:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f16, scalars);
+    case YT_DTYPE_BF16:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bf16, scalars);
+    case YT_DTYPE_F32:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f32, scalars);
+    case YT_DTYPE_F64:
+        return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f64, scalars);
+    default:
+        return yt__fail_status(YT_ERR_DTYPE, "masked_fill: no CPU loop for dtype %s",
                                yt_dtype_name(self->dtype));
     }
 }

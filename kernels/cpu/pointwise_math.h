@@ -16,7 +16,7 @@
 
 /* glibc's libmvec has AVX2 versions of these; declaring them `simd` lets the contiguous loops
  * call 8 floats (4 doubles) at a time. libm.so pulls libmvec in as needed. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX2__) &&       \
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX2__) &&        \
     !defined(__SANITIZE_ADDRESS__)
 #define YT_PW_SIMD __attribute__((simd("notinbranch")))
 float expf(float) YT_PW_SIMD;
@@ -42,8 +42,14 @@ double pow(double, double) YT_PW_SIMD;
 #endif
 
 #define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS)                                                       \
-    static inline T yt__pw_abs_##S(T a) { return FABS(a); }                                        \
-    static inline T yt__pw_sign_##S(T a) { return (T)((a > 0) - (a < 0)); }                        \
+    static inline T yt__pw_abs_##S(T a)                                                            \
+    {                                                                                              \
+        return FABS(a);                                                                            \
+    }                                                                                              \
+    static inline T yt__pw_sign_##S(T a)                                                           \
+    {                                                                                              \
+        return (T)((a > 0) - (a < 0));                                                             \
+    }                                                                                              \
     static inline T yt__pw_maximum_##S(T a, T b)                                                   \
     {                                                                                              \
         return a != a ? a : (b != b ? b : (a < b ? b : a));                                        \
@@ -57,7 +63,7 @@ double pow(double, double) YT_PW_SIMD;
         T r = FMOD(a, b);                                                                          \
         return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                                       \
     }                                                                                              \
-    /* Python's a // b on floats: exact for representable quotients, no double rounding. */       \
+    /* Python's a // b on floats: exact for representable quotients, no double rounding. */        \
     static inline T yt__pw_floor_divide_##S(T a, T b)                                              \
     {                                                                                              \
         if (b == 0)                                                                                \
@@ -71,17 +77,32 @@ double pow(double, double) YT_PW_SIMD;
         T fl = FLOOR(div);                                                                         \
         return div - fl > (T)0.5 ? fl + 1 : fl;                                                    \
     }                                                                                              \
-    static inline T yt__pw_ipow_##S(T a, T b) { return (T)pow((double)a, (double)b); }
+    static inline T yt__pw_ipow_##S(T a, T b)                                                      \
+    {                                                                                              \
+        return (T)pow((double)a, (double)b);                                                       \
+    }
 
 YT_PW_FLOAT(float, f, fmodf, floorf, fabsf)
 YT_PW_FLOAT(double, d, fmod, floor, fabs)
 
 /* Integers: wrap-around arithmetic as in PyTorch (computed unsigned, so never undefined). */
 #define YT_PW_INT(T, U, S)                                                                         \
-    static inline T yt__pw_abs_##S(T a) { return a < 0 ? (T)(0u - (U)a) : a; }                    \
-    static inline T yt__pw_sign_##S(T a) { return (T)((a > 0) - (a < 0)); }                        \
-    static inline T yt__pw_maximum_##S(T a, T b) { return a < b ? b : a; }                         \
-    static inline T yt__pw_minimum_##S(T a, T b) { return b < a ? b : a; }                         \
+    static inline T yt__pw_abs_##S(T a)                                                            \
+    {                                                                                              \
+        return a < 0 ? (T)(0u - (U)a) : a;                                                         \
+    }                                                                                              \
+    static inline T yt__pw_sign_##S(T a)                                                           \
+    {                                                                                              \
+        return (T)((a > 0) - (a < 0));                                                             \
+    }                                                                                              \
+    static inline T yt__pw_maximum_##S(T a, T b)                                                   \
+    {                                                                                              \
+        return a < b ? b : a;                                                                      \
+    }                                                                                              \
+    static inline T yt__pw_minimum_##S(T a, T b)                                                   \
+    {                                                                                              \
+        return b < a ? b : a;                                                                      \
+    }                                                                                              \
     static inline T yt__pw_trunc_divide_##S(T a, T b)                                              \
     {                                                                                              \
         if (b == 0)                                                                                \
@@ -106,7 +127,7 @@ YT_PW_FLOAT(double, d, fmod, floor, fabs)
         T r = (T)(a % b);                                                                          \
         return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;                                  \
     }                                                                                              \
-    /* Integer power by squaring; negative exponents give 0 except for bases 1 and -1. */         \
+    /* Integer power by squaring; negative exponents give 0 except for bases 1 and -1. */          \
     static inline T yt__pw_ipow_##S(T a, T b)                                                      \
     {                                                                                              \
         if (b < 0)                                                                                 \
@@ -125,10 +146,26 @@ YT_PW_INT(int16_t, uint32_t, i16)
 YT_PW_INT(int32_t, uint32_t, i32)
 YT_PW_INT(int64_t, uint64_t, i64)
 
-static inline bool yt__pw_maximum_b(bool a, bool b) { return a || b; }
-static inline bool yt__pw_minimum_b(bool a, bool b) { return a && b; }
-static inline bool yt__pw_abs_b(bool a) { return a; }
-static inline bool yt__pw_sign_b(bool a) { return a; }
+static inline bool
+yt__pw_maximum_b(bool a, bool b)
+{
+    return a || b;
+}
+static inline bool
+yt__pw_minimum_b(bool a, bool b)
+{
+    return a && b;
+}
+static inline bool
+yt__pw_abs_b(bool a)
+{
+    return a;
+}
+static inline bool
+yt__pw_sign_b(bool a)
+{
+    return a;
+}
 
 /* True when any element of the integral tensor `t` is 0 (the divisor check of integer
  * division and remainder). */

@@ -110,7 +110,7 @@ def test_a_floating_result_has_floating_loops_only_with_half_types_computed_in_f
     k = kernel("exp(self)", "  result_dtype: floating\n")
     assert [loop["dtype"] for loop in k["loops"]] == ["f16", "bf16", "f32", "f64"]
     f16 = k["loops"][0]
-    assert (f16["compute"], f16["out_storage"], f16["store"]) == ("float", "uint16_t", "yt__f32_to_f16(value)")
+    assert (f16["compute"], f16["out_storage"], f16["store"]) == ("float", "uint16_t", "yt__f32_to_f16(out_value)")
     assert f16["operands"][0]["load"] == "yt__f16_to_f32({})"
     assert f16["value"] == "expf(self)"
 
@@ -119,7 +119,7 @@ def test_a_bool_result_stores_bools():
     k = kernel("self < other", "  broadcast: [self, other]\n  promote: [self, other]\n  result_dtype: bool\n",
                "lt(Tensor self, Tensor other) -> Tensor")
     f32 = [loop for loop in k["loops"] if loop["dtype"] == "f32"][0]
-    assert (f32["out_storage"], f32["store"], f32["value"]) == ("bool", "(bool)(value)", "self < other")
+    assert (f32["out_storage"], f32["store"], f32["value"]) == ("bool", "(bool)(out_value)", "self < other")
     assert f32["contig_cond"] == "strides[0] == sizeof(bool) && strides[1] == sizeof(float) && " \
                                  "strides[2] == sizeof(float)"
 
