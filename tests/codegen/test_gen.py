@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from pointwise import ARITY
 from helpers import REPO, yaml_text
+
+from pointwise import ARITY
 
 GEN = os.path.join(REPO, "codegen", "gen.py")
 
@@ -109,7 +110,7 @@ def test_a_new_pointwise_op_from_yaml_alone(tmp_path):
     kernels = files["generated/kernels_pointwise.c"]
     assert "static void\nlog1pexp_loop_f32(char **data, const int64_t *strides, int64_t n, const void *ctx)" in kernels
     assert "const float out_value = logf((float)1 + expf(self));" in kernels
-    assert "const double value = log((double)1 + exp(self));" in kernels
+    assert "const double out_value = log((double)1 + exp(self));" in kernels
     assert "log1pexp_loop_i32" not in kernels  # floating dtypes only
     assert "yt_status\nyt__cpu_log1pexp(yt_tensor *result, yt_tensor *self)" in kernels
     assert "[YT_DEVICE_CPU] = yt__cpu_log1pexp," in files["generated/dispatch.c"]
