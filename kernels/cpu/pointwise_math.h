@@ -41,7 +41,7 @@ double erf(double) YT_PW_SIMD;
 double pow(double, double) YT_PW_SIMD;
 #endif
 
-#define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS)                                                       \
+#define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS, COPYSIGN)                                             \
     static inline T yt__pw_abs_##S(T a)                                                            \
     {                                                                                              \
         return FABS(a);                                                                            \
@@ -73,7 +73,7 @@ double pow(double, double) YT_PW_SIMD;
         if (mod != 0 && ((b < 0) != (mod < 0)))                                                    \
             div -= 1;                                                                              \
         if (div == 0)                                                                              \
-            return (a / b < 0) ? -(T)0 : (T)0;                                                     \
+            return COPYSIGN((T)0, a / b);                                                          \
         T fl = FLOOR(div);                                                                         \
         return div - fl > (T)0.5 ? fl + 1 : fl;                                                    \
     }                                                                                              \
@@ -82,8 +82,8 @@ double pow(double, double) YT_PW_SIMD;
         return (T)pow((double)a, (double)b);                                                       \
     }
 
-YT_PW_FLOAT(float, f, fmodf, floorf, fabsf)
-YT_PW_FLOAT(double, d, fmod, floor, fabs)
+YT_PW_FLOAT(float, f, fmodf, floorf, fabsf, copysignf)
+YT_PW_FLOAT(double, d, fmod, floor, fabs, copysign)
 
 /* Integers: wrap-around arithmetic as in PyTorch (computed unsigned, so never undefined). */
 #define YT_PW_INT(T, U, S)                                                                         \
