@@ -91,8 +91,8 @@ Test(pointwise, half_types_round_to_nearest_even_and_keep_nan_inf)
 {
     /* f16: 1 + 2^-11 is a tie between 1 and 1 + 2^-10 (even: 1); 1 + 3 * 2^-11 rounds up to
      * 1 + 2^-9; 65520 ties to inf; the smallest subnormal is 2^-24. */
-    const double x[] = {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65504, 65520, 0x1p-24, 0x1p-25, NAN,
-                        -INFINITY};
+    const double x[] = {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65504, 65520,
+                        0x1p-24,     0x1p-25,         NAN,   -INFINITY};
     yt_tensor *t = vec(x, 8, YT_DTYPE_F16);
     expect(yt_to(t, YT_DTYPE_F64),
            (double[]){1, 1 + 0x1p-9, 65504, INFINITY, 0x1p-24, 0, NAN, -INFINITY}, 8, "f16");
