@@ -12,14 +12,17 @@ for round in 1 2 3; do
     /usr/bin/python3 "$(dirname "$0")/pointwise_torch.py" "$@" >>"$out"
 done
 awk '
-{ k = $2 " " $3; v = $4 + 0; if (!((k, $1) in best) || v > best[k, $1]) best[k, $1] = v
-  if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+{ key = $1 " " $2 " " $3; v = $4 + 0
+  if (!(key in best) || v > best[key]) best[key] = v
+  row = $2 " " $3; if (!(row in seen)) { seen[row] = 1; order[++n] = row } }
 END {
     printf "%-16s %10s %10s %10s %7s\n", "op", "size", "yaten GB/s", "torch GB/s", "ratio"
     for (i = 1; i <= n; i++) {
         split(order[i], f, " ")
-        y = best[order[i], "yaten"]; t = best[order[i], "torch"]
-        printf "%-16s %10s %10.2f %10.2f %7.2f\n", f[1], f[2], y, t, t > 0 ? y / t : 0
+        y = best["yaten " order[i]]; t = best["torch " order[i]]
+        r = 0
+        if (t > 0) r = y / t
+        printf "%-16s %10s %10.2f %10.2f %7.2f\n", f[1], f[2], y, t, r
     }
 }' "$out"
 rm -f "$out"
