@@ -246,7 +246,7 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:1217 */
+ * from ops.yaml:1221 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 {
@@ -254,7 +254,7 @@ yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:1217 */
+ * from ops.yaml:1221 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                        yt_tensor *pos_weight, const char *reduction)
@@ -318,7 +318,7 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:1233 */
+ * from ops.yaml:1237 */
 yt_tensor *
 yt_nll_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -326,7 +326,7 @@ yt_nll_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:1233 */
+ * from ops.yaml:1237 */
 yt_tensor *
 yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
                int64_t ignore_index)
@@ -377,7 +377,7 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:1256 */
+ * from ops.yaml:1260 */
 yt_tensor *
 yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -385,7 +385,7 @@ yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:1256 */
+ * from ops.yaml:1260 */
 yt_tensor *
 yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                          const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -444,7 +444,7 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:1285; backward from derivatives.yaml:360 */
+ * from ops.yaml:1289; backward from derivatives.yaml:360 */
 yt_tensor *
 yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 {
@@ -452,7 +452,7 @@ yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:1285; backward from derivatives.yaml:360 */
+ * from ops.yaml:1289; backward from derivatives.yaml:360 */
 yt_tensor *
 yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                           const char *reduction, int64_t ignore_index, double label_smoothing)

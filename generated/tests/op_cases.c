@@ -9635,46 +9635,67 @@ static yt_tensor *
 call_binary_cross_entropy_1055(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
 call_binary_cross_entropy_1056(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1057(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
-}
-
-static yt_tensor *
-error_binary_cross_entropy_1058(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1059(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1058(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1059(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1060(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1061(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1060(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1061(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -9682,28 +9703,28 @@ call_binary_cross_entropy_with_logits_1061(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1062(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1063(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1064(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1065(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1068(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -9711,73 +9732,52 @@ error_binary_cross_entropy_with_logits_1065(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1066(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1067(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
-call_nll_loss_1068(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
-}
-
-static yt_tensor *
-call_nll_loss_1069(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
-}
-
-static yt_tensor *
 call_nll_loss_1070(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_nll_loss_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
 call_nll_loss_1072(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1073(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-error_nll_loss_1074(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1074(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1075(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
@@ -9788,108 +9788,108 @@ error_nll_loss_1076(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1077(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1077(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1078(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1079(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1079(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1081(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1083(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1085(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1087(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1089(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1090(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1091(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1089(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1090(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
-}
-
-static yt_tensor *
-error_cross_entropy_loss_1091(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
@@ -9900,56 +9900,77 @@ error_cross_entropy_loss_1092(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cross_entropy_index_1093(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1094(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1095(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_index_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1098(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1099(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1100(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1098(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1099(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1102(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_empty_1100(yt_tensor *const *inputs, void *ctx)
+call_empty_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9958,7 +9979,7 @@ call_empty_1100(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1101(yt_tensor *const *inputs, void *ctx)
+call_empty_1104(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9967,7 +9988,7 @@ call_empty_1101(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1102(yt_tensor *const *inputs, void *ctx)
+call_empty_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9975,7 +9996,7 @@ call_empty_1102(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1103(yt_tensor *const *inputs, void *ctx)
+call_zeros_1106(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9984,7 +10005,7 @@ call_zeros_1103(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1104(yt_tensor *const *inputs, void *ctx)
+call_ones_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9993,7 +10014,7 @@ call_ones_1104(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1105(yt_tensor *const *inputs, void *ctx)
+call_full_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10002,7 +10023,7 @@ call_full_1105(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1106(yt_tensor *const *inputs, void *ctx)
+call_full_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10011,7 +10032,7 @@ call_full_1106(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1107(yt_tensor *const *inputs, void *ctx)
+call_full_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10020,77 +10041,77 @@ call_full_1107(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1108(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1109(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1110(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_ones_like_1111(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_ones_like_1112(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
-}
-
-static yt_tensor *
-call_ones_like_1113(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
 call_ones_like_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1115(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1116(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1117(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1115(yt_tensor *const *inputs, void *ctx)
+call_full_like_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1116(yt_tensor *const *inputs, void *ctx)
+call_full_like_1119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1117(yt_tensor *const *inputs, void *ctx)
+call_full_like_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1118(yt_tensor *const *inputs, void *ctx)
+call_arange_1121(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10098,7 +10119,7 @@ call_arange_1118(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1119(yt_tensor *const *inputs, void *ctx)
+call_linspace_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10106,7 +10127,7 @@ call_linspace_1119(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1120(yt_tensor *const *inputs, void *ctx)
+call_linspace_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10114,7 +10135,7 @@ call_linspace_1120(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1121(yt_tensor *const *inputs, void *ctx)
+call_linspace_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10122,7 +10143,7 @@ call_linspace_1121(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1122(yt_tensor *const *inputs, void *ctx)
+call_eye_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10130,7 +10151,7 @@ call_eye_1122(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1123(yt_tensor *const *inputs, void *ctx)
+call_eye_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10138,7 +10159,7 @@ call_eye_1123(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1124(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10146,7 +10167,7 @@ call_eye_m_1124(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1125(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1128(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10154,7 +10175,7 @@ call_eye_m_1125(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1126(yt_tensor *const *inputs, void *ctx)
+call_rand_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10163,7 +10184,7 @@ call_rand_1126(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1127(yt_tensor *const *inputs, void *ctx)
+error_rand_1130(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10172,7 +10193,7 @@ error_rand_1127(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1128(yt_tensor *const *inputs, void *ctx)
+call_randn_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10181,7 +10202,7 @@ call_randn_1128(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1129(yt_tensor *const *inputs, void *ctx)
+error_randn_1132(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10190,35 +10211,35 @@ error_randn_1129(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1130(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1131(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1134(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1132(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1133(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1134(yt_tensor *const *inputs, void *ctx)
+call_randint_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10227,7 +10248,7 @@ call_randint_1134(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1135(yt_tensor *const *inputs, void *ctx)
+call_randint_1138(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10236,7 +10257,7 @@ call_randint_1135(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1136(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1139(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10245,7 +10266,7 @@ call_randint_low_1136(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1137(yt_tensor *const *inputs, void *ctx)
+call_randperm_1140(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10253,7 +10274,7 @@ call_randperm_1137(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1138(yt_tensor *const *inputs, void *ctx)
+call_randperm_1141(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10261,14 +10282,14 @@ call_randperm_1138(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1139(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1140(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10280,14 +10301,14 @@ inplace_bernoulli_p_1140(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1141(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1142(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10299,14 +10320,14 @@ inplace_bernoulli_p_1142(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1143(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1144(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10318,14 +10339,14 @@ inplace_bernoulli_p_1144(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1145(yt_tensor *const *inputs, void *ctx)
+call_normal_1148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1146(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10337,14 +10358,14 @@ inplace_normal_1146(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1147(yt_tensor *const *inputs, void *ctx)
+call_normal_1150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1148(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1151(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10356,14 +10377,14 @@ inplace_normal_1148(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1149(yt_tensor *const *inputs, void *ctx)
+call_normal_1152(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1150(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10375,21 +10396,21 @@ inplace_normal_1150(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1151(yt_tensor *const *inputs, void *ctx)
+error_normal_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1152(yt_tensor *const *inputs, void *ctx)
+call_uniform_1155(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1153(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10401,14 +10422,14 @@ inplace_uniform_1153(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1154(yt_tensor *const *inputs, void *ctx)
+call_uniform_1157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1155(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10420,14 +10441,14 @@ inplace_uniform_1155(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1156(yt_tensor *const *inputs, void *ctx)
+call_uniform_1159(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1157(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10439,14 +10460,14 @@ inplace_uniform_1157(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1158(yt_tensor *const *inputs, void *ctx)
+error_uniform_1161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_1159(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1162(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -10454,7 +10475,7 @@ call_sum_to_1159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1160(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1163(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -10462,7 +10483,7 @@ call_sum_to_1160(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1161(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1164(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -15487,95 +15508,89 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1211 sample 0",
+        .where = "ops.yaml:1212 sample 0",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_binary_cross_entropy_1054,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = NULL,
+        .domain = "unit",
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1211 sample 1",
+        .where = "ops.yaml:1212 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1055,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1212 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1056,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1212 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1057,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:1212 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1055,
+        .call = call_binary_cross_entropy_1058,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = NULL,
+        .domain = "unit",
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1211 sample 2",
+        .where = "ops.yaml:1212 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1056,
+        .call = call_binary_cross_entropy_1059,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
-        .domain = NULL,
+        .domain = "unit",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1224 sample 0",
+        .where = "ops.yaml:1228 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1059,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1224 sample 1",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1060,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1224 sample 2",
-        .n_inputs = 4,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .inputs[3] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1061,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1224 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1062,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15584,12 +15599,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1224 sample 4",
+        .where = "ops.yaml:1228 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1063,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15598,10 +15614,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1224 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1228 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_binary_cross_entropy_with_logits_1064,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15609,51 +15629,50 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1228 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1065,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1228 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1066,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:1228 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1067,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "nll_loss",
-        .where = "ops.yaml:1247 sample 0",
+        .where = "ops.yaml:1251 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1067,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:1247 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1068,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:1247 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1069,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "nll_loss",
-        .where = "ops.yaml:1247 sample 3",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_nll_loss_1070,
         .call_inplace = NULL,
@@ -15663,10 +15682,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1247 sample 4",
+        .where = "ops.yaml:1251 sample 1",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1071,
@@ -15677,10 +15696,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1247 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:1251 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_nll_loss_1072,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15688,53 +15709,50 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "nll_loss",
+        .where = "ops.yaml:1251 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1073,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1251 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_1074,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:1251 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1075,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 0",
+        .where = "ops.yaml:1274 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1077,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1078,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1079,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1080,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15743,11 +15761,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .where = "ops.yaml:1274 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1081,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15756,10 +15775,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .where = "ops.yaml:1274 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1082,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15768,10 +15789,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 6",
+        .where = "ops.yaml:1274 sample 3",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1083,
@@ -15782,10 +15803,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 7",
+        .where = "ops.yaml:1274 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1084,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15794,12 +15816,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 8",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:1274 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1085,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15808,10 +15828,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 9",
+        .where = "ops.yaml:1274 sample 6",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1086,
@@ -15822,10 +15842,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 10",
+        .where = "ops.yaml:1274 sample 7",
         .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1087,
         .call_inplace = NULL,
@@ -15835,10 +15854,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1270 sample 11",
+        .where = "ops.yaml:1274 sample 8",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_cross_entropy_loss_1088,
@@ -15848,48 +15867,52 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:1295 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1093,
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1274 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1089,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:1295 sample 1",
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1274 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1094,
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1090,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = "positive",
     },
     {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:1295 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1095,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_index",
-        .where = "ops.yaml:1295 sample 3",
-        .n_inputs = 2,
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:1274 sample 11",
+        .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1091,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1299 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1096,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15898,10 +15921,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1295 sample 4",
+        .where = "ops.yaml:1299 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_index_1097,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -15909,10 +15933,46 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1299 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1098,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1299 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1099,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:1299 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1100,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
         .op = "empty",
-        .where = "ops.yaml:1321 sample 0",
+        .where = "ops.yaml:1325 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1100,
+        .call = call_empty_1103,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15920,9 +15980,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1321 sample 1",
+        .where = "ops.yaml:1325 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1101,
+        .call = call_empty_1104,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15930,9 +15990,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1321 sample 2",
+        .where = "ops.yaml:1325 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1102,
+        .call = call_empty_1105,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15940,9 +16000,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1326 sample 0",
+        .where = "ops.yaml:1332 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1103,
+        .call = call_zeros_1106,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15950,9 +16010,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1334 sample 0",
+        .where = "ops.yaml:1340 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1104,
+        .call = call_ones_1107,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15960,9 +16020,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1349 sample 0",
+        .where = "ops.yaml:1355 sample 0",
         .n_inputs = 0,
-        .call = call_full_1105,
+        .call = call_full_1108,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15970,9 +16030,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1349 sample 1",
+        .where = "ops.yaml:1355 sample 1",
         .n_inputs = 0,
-        .call = call_full_1106,
+        .call = call_full_1109,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15980,9 +16040,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1349 sample 2",
+        .where = "ops.yaml:1355 sample 2",
         .n_inputs = 0,
-        .call = call_full_1107,
+        .call = call_full_1110,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15990,10 +16050,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1360 sample 0",
+        .where = "ops.yaml:1366 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1108,
+        .call = call_empty_like_1111,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16001,11 +16061,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1360 sample 1",
+        .where = "ops.yaml:1366 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1109,
+        .call = call_empty_like_1112,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16013,10 +16073,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1360 sample 2",
+        .where = "ops.yaml:1366 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1110,
+        .call = call_empty_like_1113,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16024,43 +16084,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1378 sample 0",
+        .where = "ops.yaml:1386 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1111,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:1378 sample 1",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1112,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:1378 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1113,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "ones_like",
-        .where = "ops.yaml:1378 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1114,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -16068,23 +16094,34 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "full_like",
-        .where = "ops.yaml:1390 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1115,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "full_like",
-        .where = "ops.yaml:1390 sample 1",
+        .op = "ones_like",
+        .where = "ops.yaml:1386 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1116,
+        .call = call_ones_like_1115,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:1386 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1116,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:1386 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1117,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16092,10 +16129,33 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1390 sample 2",
+        .where = "ops.yaml:1398 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1118,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:1398 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_full_like_1119,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:1398 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1117,
+        .call = call_full_like_1120,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16103,9 +16163,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1395 sample 0",
+        .where = "ops.yaml:1403 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1118,
+        .call = call_arange_1121,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16113,9 +16173,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1410 sample 0",
+        .where = "ops.yaml:1418 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1119,
+        .call = call_linspace_1122,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16123,9 +16183,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1410 sample 1",
+        .where = "ops.yaml:1418 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1120,
+        .call = call_linspace_1123,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16133,9 +16193,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1410 sample 2",
+        .where = "ops.yaml:1418 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1121,
+        .call = call_linspace_1124,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16143,9 +16203,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1422 sample 0",
+        .where = "ops.yaml:1430 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1122,
+        .call = call_eye_1125,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16153,9 +16213,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1422 sample 1",
+        .where = "ops.yaml:1430 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1123,
+        .call = call_eye_1126,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16163,9 +16223,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1433 sample 0",
+        .where = "ops.yaml:1441 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1124,
+        .call = call_eye_m_1127,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16173,9 +16233,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1433 sample 1",
+        .where = "ops.yaml:1441 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1125,
+        .call = call_eye_m_1128,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16183,9 +16243,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1437 sample 0",
+        .where = "ops.yaml:1445 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1126,
+        .call = call_rand_1129,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16193,9 +16253,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1448 sample 0",
+        .where = "ops.yaml:1456 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1128,
+        .call = call_randn_1131,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16203,10 +16263,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1465 sample 0",
+        .where = "ops.yaml:1473 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1130,
+        .call = call_rand_like_1133,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16214,10 +16274,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1465 sample 1",
+        .where = "ops.yaml:1473 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1131,
+        .call = call_rand_like_1134,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16225,10 +16285,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1475 sample 0",
+        .where = "ops.yaml:1483 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1132,
+        .call = call_randn_like_1135,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16236,10 +16296,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1475 sample 1",
+        .where = "ops.yaml:1483 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1133,
+        .call = call_randn_like_1136,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16247,9 +16307,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1486 sample 0",
+        .where = "ops.yaml:1494 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1134,
+        .call = call_randint_1137,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16257,9 +16317,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1486 sample 1",
+        .where = "ops.yaml:1494 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1135,
+        .call = call_randint_1138,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16267,9 +16327,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:1497 sample 0",
+        .where = "ops.yaml:1505 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1136,
+        .call = call_randint_low_1139,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16277,9 +16337,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1507 sample 0",
+        .where = "ops.yaml:1515 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1137,
+        .call = call_randperm_1140,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16287,9 +16347,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1507 sample 1",
+        .where = "ops.yaml:1515 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1138,
+        .call = call_randperm_1141,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16297,112 +16357,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1524 sample 0",
+        .where = "ops.yaml:1532 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1139,
-        .call_inplace = inplace_bernoulli_p_1140,
+        .call = call_bernoulli_p_1142,
+        .call_inplace = inplace_bernoulli_p_1143,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1524 sample 1",
+        .where = "ops.yaml:1532 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1141,
-        .call_inplace = inplace_bernoulli_p_1142,
+        .call = call_bernoulli_p_1144,
+        .call_inplace = inplace_bernoulli_p_1145,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1524 sample 2",
+        .where = "ops.yaml:1532 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1143,
-        .call_inplace = inplace_bernoulli_p_1144,
+        .call = call_bernoulli_p_1146,
+        .call_inplace = inplace_bernoulli_p_1147,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1535 sample 0",
+        .where = "ops.yaml:1543 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1145,
-        .call_inplace = inplace_normal_1146,
+        .call = call_normal_1148,
+        .call_inplace = inplace_normal_1149,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1535 sample 1",
+        .where = "ops.yaml:1543 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1147,
-        .call_inplace = inplace_normal_1148,
+        .call = call_normal_1150,
+        .call_inplace = inplace_normal_1151,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1535 sample 2",
+        .where = "ops.yaml:1543 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1149,
-        .call_inplace = inplace_normal_1150,
+        .call = call_normal_1152,
+        .call_inplace = inplace_normal_1153,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1547 sample 0",
+        .where = "ops.yaml:1555 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1152,
-        .call_inplace = inplace_uniform_1153,
+        .call = call_uniform_1155,
+        .call_inplace = inplace_uniform_1156,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1547 sample 1",
+        .where = "ops.yaml:1555 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1154,
-        .call_inplace = inplace_uniform_1155,
+        .call = call_uniform_1157,
+        .call_inplace = inplace_uniform_1158,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1547 sample 2",
+        .where = "ops.yaml:1555 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1156,
-        .call_inplace = inplace_uniform_1157,
+        .call = call_uniform_1159,
+        .call_inplace = inplace_uniform_1160,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1560 sample 0",
+        .where = "ops.yaml:1568 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1159,
+        .call = call_sum_to_1162,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16410,10 +16470,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1560 sample 1",
+        .where = "ops.yaml:1568 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1160,
+        .call = call_sum_to_1163,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17662,9 +17722,9 @@ const yt_error_case yt_error_cases[] = {
         .op = "binary_cross_entropy",
         .what = "ops.yaml:1204: reduction not a choice",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1057,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_1060,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
@@ -17672,176 +17732,176 @@ const yt_error_case yt_error_cases[] = {
         .op = "binary_cross_entropy",
         .what = "ops.yaml:1204: dtype of self",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_BOOL},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1058,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_1061,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1217: reduction not a choice",
+        .what = "ops.yaml:1221: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1065,
+        .call = error_binary_cross_entropy_with_logits_1068,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1217: dtype of self",
+        .what = "ops.yaml:1221: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1066,
+        .call = error_binary_cross_entropy_with_logits_1069,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1240: self.dim >= 1",
+        .what = "ops.yaml:1244: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1073,
+        .call = error_nll_loss_1076,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1242: weight.dim == 1",
+        .what = "ops.yaml:1246: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1074,
+        .call = error_nll_loss_1077,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1233: reduction not a choice",
+        .what = "ops.yaml:1237: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1075,
+        .call = error_nll_loss_1078,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1233: dtype of self",
+        .what = "ops.yaml:1237: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1076,
+        .call = error_nll_loss_1079,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1263: self.dim >= 1",
+        .what = "ops.yaml:1267: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1089,
+        .call = error_cross_entropy_loss_1092,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1265: weight.dim == 1",
+        .what = "ops.yaml:1269: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1090,
+        .call = error_cross_entropy_loss_1093,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1256: reduction not a choice",
+        .what = "ops.yaml:1260: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1091,
+        .call = error_cross_entropy_loss_1094,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1256: dtype of self",
+        .what = "ops.yaml:1260: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1092,
+        .call = error_cross_entropy_loss_1095,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1285: reduction not a choice",
+        .what = "ops.yaml:1289: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1098,
+        .call = error_cross_entropy_index_1101,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1285: dtype of self",
+        .what = "ops.yaml:1289: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1099,
+        .call = error_cross_entropy_index_1102,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1442: is_floating(result_dtype)",
+        .what = "ops.yaml:1450: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1127,
+        .call = error_rand_1130,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1453: is_floating(result_dtype)",
+        .what = "ops.yaml:1461: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1129,
+        .call = error_randn_1132,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:1529: dtype of self",
+        .what = "ops.yaml:1537: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1151,
+        .call = error_normal_1154,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:1541: dtype of self",
+        .what = "ops.yaml:1549: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1158,
+        .call = error_uniform_1161,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1554: dtype of self",
+        .what = "ops.yaml:1562: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1161,
+        .call = error_sum_to_1164,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -2403,114 +2403,134 @@ def case_423(self, target):
 
 
 def case_424(self, target):
-    """binary_cross_entropy (ops.yaml:1211 sample 0)"""
+    """binary_cross_entropy (ops.yaml:1212 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_425(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1211 sample 1)"""
-    reduction = 'sum'
+def case_425(self, target):
+    """binary_cross_entropy (ops.yaml:1212 sample 1)"""
+    weight = None
+    reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_426(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1211 sample 2)"""
-    reduction = 'none'
+    """binary_cross_entropy (ops.yaml:1212 sample 2)"""
+    reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_427(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1224 sample 0)"""
+    """binary_cross_entropy (ops.yaml:1212 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_428(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1212 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_429(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1212 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_430(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_428(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1224 sample 1)"""
+def case_431(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_429(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1224 sample 2)"""
+def case_432(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_430(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1224 sample 3)"""
+def case_433(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_431(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1224 sample 4)"""
+def case_434(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_432(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1224 sample 5)"""
+def case_435(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_433(self, target):
-    """nll_loss (ops.yaml:1247 sample 0)"""
+def case_436(self, target):
+    """nll_loss (ops.yaml:1251 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_434(self, target, weight):
-    """nll_loss (ops.yaml:1247 sample 1)"""
+def case_437(self, target, weight):
+    """nll_loss (ops.yaml:1251 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_435(self, target, weight):
-    """nll_loss (ops.yaml:1247 sample 2)"""
+def case_438(self, target, weight):
+    """nll_loss (ops.yaml:1251 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_436(self, target):
-    """nll_loss (ops.yaml:1247 sample 3)"""
+def case_439(self, target):
+    """nll_loss (ops.yaml:1251 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_437(self, target, weight):
-    """nll_loss (ops.yaml:1247 sample 4)"""
+def case_440(self, target, weight):
+    """nll_loss (ops.yaml:1251 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_438(self, target):
-    """nll_loss (ops.yaml:1247 sample 5)"""
+def case_441(self, target):
+    """nll_loss (ops.yaml:1251 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_439(self, target):
-    """cross_entropy_loss (ops.yaml:1270 sample 0)"""
+def case_442(self, target):
+    """cross_entropy_loss (ops.yaml:1274 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2518,32 +2538,32 @@ def case_439(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_440(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1270 sample 1)"""
+def case_443(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1274 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_441(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1270 sample 2)"""
+def case_444(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1274 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_442(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1270 sample 3)"""
+def case_445(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1274 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_443(self, target):
-    """cross_entropy_loss (ops.yaml:1270 sample 4)"""
+def case_446(self, target):
+    """cross_entropy_loss (ops.yaml:1274 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -2551,8 +2571,8 @@ def case_443(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_444(self, target):
-    """cross_entropy_loss (ops.yaml:1270 sample 5)"""
+def case_447(self, target):
+    """cross_entropy_loss (ops.yaml:1274 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2560,16 +2580,16 @@ def case_444(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_445(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1270 sample 6)"""
+def case_448(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1274 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_446(self, target):
-    """cross_entropy_loss (ops.yaml:1270 sample 7)"""
+def case_449(self, target):
+    """cross_entropy_loss (ops.yaml:1274 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2577,24 +2597,24 @@ def case_446(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_447(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1270 sample 8)"""
+def case_450(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1274 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_448(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1270 sample 9)"""
+def case_451(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1274 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_449(self, target):
-    """cross_entropy_loss (ops.yaml:1270 sample 10)"""
+def case_452(self, target):
+    """cross_entropy_loss (ops.yaml:1274 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2602,16 +2622,16 @@ def case_449(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_450(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1270 sample 11)"""
+def case_453(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1274 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_451(self, target):
-    """cross_entropy_index (ops.yaml:1295 sample 0)"""
+def case_454(self, target):
+    """cross_entropy_index (ops.yaml:1299 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -2619,8 +2639,8 @@ def case_451(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_452(self, target):
-    """cross_entropy_index (ops.yaml:1295 sample 1)"""
+def case_455(self, target):
+    """cross_entropy_index (ops.yaml:1299 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -2628,8 +2648,8 @@ def case_452(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_453(self, target):
-    """cross_entropy_index (ops.yaml:1295 sample 2)"""
+def case_456(self, target):
+    """cross_entropy_index (ops.yaml:1299 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -2637,8 +2657,8 @@ def case_453(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_454(self, target):
-    """cross_entropy_index (ops.yaml:1295 sample 3)"""
+def case_457(self, target):
+    """cross_entropy_index (ops.yaml:1299 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -2646,8 +2666,8 @@ def case_454(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_455(self, target):
-    """cross_entropy_index (ops.yaml:1295 sample 4)"""
+def case_458(self, target):
+    """cross_entropy_index (ops.yaml:1299 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -2655,48 +2675,48 @@ def case_455(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_456():
-    """empty (ops.yaml:1321 sample 0)"""
+def case_459():
+    """empty (ops.yaml:1325 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
-    return torch.ops.aten.empty(size, dtype=dtype, device=device)
+    return torch.zeros(size, dtype=dtype)
 
 
-def case_457():
-    """empty (ops.yaml:1321 sample 1)"""
+def case_460():
+    """empty (ops.yaml:1325 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
-    return torch.ops.aten.empty(size, dtype=dtype, device=device)
+    return torch.zeros(size, dtype=dtype)
 
 
-def case_458():
-    """empty (ops.yaml:1321 sample 2)"""
+def case_461():
+    """empty (ops.yaml:1325 sample 2)"""
     size = []
     dtype = None
     device = None
-    return torch.ops.aten.empty(size, dtype=dtype, device=device)
+    return torch.zeros(size, dtype=dtype)
 
 
-def case_459():
-    """zeros (ops.yaml:1326 sample 0)"""
+def case_462():
+    """zeros (ops.yaml:1332 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_460():
-    """ones (ops.yaml:1334 sample 0)"""
+def case_463():
+    """ones (ops.yaml:1340 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_461():
-    """full (ops.yaml:1349 sample 0)"""
+def case_464():
+    """full (ops.yaml:1355 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2704,8 +2724,8 @@ def case_461():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_462():
-    """full (ops.yaml:1349 sample 1)"""
+def case_465():
+    """full (ops.yaml:1355 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -2713,8 +2733,8 @@ def case_462():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_463():
-    """full (ops.yaml:1349 sample 2)"""
+def case_466():
+    """full (ops.yaml:1355 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -2722,71 +2742,71 @@ def case_463():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_464(self):
-    """empty_like (ops.yaml:1360 sample 0)"""
-    dtype = None
-    return torch.ops.aten.empty_like(self, dtype=dtype)
-
-
-def case_465(self):
-    """empty_like (ops.yaml:1360 sample 1)"""
-    dtype = None
-    return torch.ops.aten.empty_like(self, dtype=dtype)
-
-
-def case_466(self):
-    """empty_like (ops.yaml:1360 sample 2)"""
-    dtype = None
-    return torch.ops.aten.empty_like(self, dtype=dtype)
-
-
 def case_467(self):
-    """ones_like (ops.yaml:1378 sample 0)"""
+    """empty_like (ops.yaml:1366 sample 0)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_468(self):
-    """ones_like (ops.yaml:1378 sample 1)"""
+    """empty_like (ops.yaml:1366 sample 1)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_469(self):
-    """ones_like (ops.yaml:1378 sample 2)"""
+    """empty_like (ops.yaml:1366 sample 2)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_470(self):
-    """ones_like (ops.yaml:1378 sample 3)"""
-    dtype = torch.int32
+    """ones_like (ops.yaml:1386 sample 0)"""
+    dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_471(self):
-    """full_like (ops.yaml:1390 sample 0)"""
+    """ones_like (ops.yaml:1386 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_472(self):
+    """ones_like (ops.yaml:1386 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_473(self):
+    """ones_like (ops.yaml:1386 sample 3)"""
+    dtype = torch.int32
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_474(self):
+    """full_like (ops.yaml:1398 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_472(self):
-    """full_like (ops.yaml:1390 sample 1)"""
+def case_475(self):
+    """full_like (ops.yaml:1398 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_473(self):
-    """full_like (ops.yaml:1390 sample 2)"""
+def case_476(self):
+    """full_like (ops.yaml:1398 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_474():
-    """arange (ops.yaml:1395 sample 0)"""
+def case_477():
+    """arange (ops.yaml:1403 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2795,8 +2815,8 @@ def case_474():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_475():
-    """linspace (ops.yaml:1410 sample 0)"""
+def case_478():
+    """linspace (ops.yaml:1418 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -2805,8 +2825,8 @@ def case_475():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_476():
-    """linspace (ops.yaml:1410 sample 1)"""
+def case_479():
+    """linspace (ops.yaml:1418 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -2815,8 +2835,8 @@ def case_476():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_477():
-    """linspace (ops.yaml:1410 sample 2)"""
+def case_480():
+    """linspace (ops.yaml:1418 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -2825,24 +2845,24 @@ def case_477():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_478():
-    """eye (ops.yaml:1422 sample 0)"""
+def case_481():
+    """eye (ops.yaml:1430 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_479():
-    """eye (ops.yaml:1422 sample 1)"""
+def case_482():
+    """eye (ops.yaml:1430 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_480():
-    """eye.m (ops.yaml:1433 sample 0)"""
+def case_483():
+    """eye.m (ops.yaml:1441 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -2850,8 +2870,8 @@ def case_480():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_481():
-    """eye.m (ops.yaml:1433 sample 1)"""
+def case_484():
+    """eye.m (ops.yaml:1441 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -2859,8 +2879,8 @@ def case_481():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_482():
-    """rand (ops.yaml:1437 sample 0)"""
+def case_485():
+    """rand (ops.yaml:1445 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -2868,8 +2888,8 @@ def case_482():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_483():
-    """randn (ops.yaml:1448 sample 0)"""
+def case_486():
+    """randn (ops.yaml:1456 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -2877,36 +2897,36 @@ def case_483():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_484(self):
-    """rand_like (ops.yaml:1465 sample 0)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
-
-
-def case_485(self):
-    """rand_like (ops.yaml:1465 sample 1)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
-
-
-def case_486(self):
-    """randn_like (ops.yaml:1475 sample 0)"""
-    generator = None
-    dtype = None
-    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
-
-
 def case_487(self):
-    """randn_like (ops.yaml:1475 sample 1)"""
+    """rand_like (ops.yaml:1473 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_488(self):
+    """rand_like (ops.yaml:1473 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_489(self):
+    """randn_like (ops.yaml:1483 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_488():
-    """randint (ops.yaml:1486 sample 0)"""
+def case_490(self):
+    """randn_like (ops.yaml:1483 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_491():
+    """randint (ops.yaml:1494 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -2915,8 +2935,8 @@ def case_488():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_489():
-    """randint (ops.yaml:1486 sample 1)"""
+def case_492():
+    """randint (ops.yaml:1494 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -2925,8 +2945,8 @@ def case_489():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_490():
-    """randint.low (ops.yaml:1497 sample 0)"""
+def case_493():
+    """randint.low (ops.yaml:1505 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -2936,8 +2956,8 @@ def case_490():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_491():
-    """randperm (ops.yaml:1507 sample 0)"""
+def case_494():
+    """randperm (ops.yaml:1515 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -2945,8 +2965,8 @@ def case_491():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_492():
-    """randperm (ops.yaml:1507 sample 1)"""
+def case_495():
+    """randperm (ops.yaml:1515 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -2954,83 +2974,83 @@ def case_492():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_493(self):
-    """bernoulli.p (ops.yaml:1524 sample 0)"""
+def case_496(self):
+    """bernoulli.p (ops.yaml:1532 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_494(self):
-    """bernoulli.p (ops.yaml:1524 sample 1)"""
+def case_497(self):
+    """bernoulli.p (ops.yaml:1532 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_495(self):
-    """bernoulli.p (ops.yaml:1524 sample 2)"""
+def case_498(self):
+    """bernoulli.p (ops.yaml:1532 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_496(self):
-    """normal (ops.yaml:1535 sample 0)"""
+def case_499(self):
+    """normal (ops.yaml:1543 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_497(self):
-    """normal (ops.yaml:1535 sample 1)"""
+def case_500(self):
+    """normal (ops.yaml:1543 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_498(self):
-    """normal (ops.yaml:1535 sample 2)"""
+def case_501(self):
+    """normal (ops.yaml:1543 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_499(self):
-    """uniform (ops.yaml:1547 sample 0)"""
+def case_502(self):
+    """uniform (ops.yaml:1555 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_500(self):
-    """uniform (ops.yaml:1547 sample 1)"""
+def case_503(self):
+    """uniform (ops.yaml:1555 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_501(self):
-    """uniform (ops.yaml:1547 sample 2)"""
+def case_504(self):
+    """uniform (ops.yaml:1555 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_502(self):
-    """sum_to (ops.yaml:1560 sample 0)"""
+def case_505(self):
+    """sum_to (ops.yaml:1568 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_503(self):
-    """sum_to (ops.yaml:1560 sample 1)"""
+def case_506(self):
+    """sum_to (ops.yaml:1568 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -4308,244 +4328,253 @@ CASES = [
     dict(op="huber_loss", where="ops.yaml:1196 sample 4", fn=case_423, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1211 sample 0", fn=case_424, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 0", fn=case_424, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1211 sample 1", fn=case_425, tensors=["self", "target", "weight"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1211 sample 2", fn=case_426, tensors=["self", "target", "weight"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1224 sample 0", fn=case_427, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 1", fn=case_425, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1224 sample 1", fn=case_428, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 2", fn=case_426, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1224 sample 2", fn=case_429, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 3", fn=case_427, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 4", fn=case_428, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 5", fn=case_429, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 0", fn=case_430, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 1", fn=case_431, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 2", fn=case_432, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1224 sample 3", fn=case_430, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 3", fn=case_433, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1224 sample 4", fn=case_431, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 4", fn=case_434, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1224 sample 5", fn=case_432, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 5", fn=case_435, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1247 sample 0", fn=case_433, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1251 sample 0", fn=case_436, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1247 sample 1", fn=case_434, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1251 sample 1", fn=case_437, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1247 sample 2", fn=case_435, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1251 sample 2", fn=case_438, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1247 sample 3", fn=case_436, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1251 sample 3", fn=case_439, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1247 sample 4", fn=case_437, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1251 sample 4", fn=case_440, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1247 sample 5", fn=case_438, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1251 sample 5", fn=case_441, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 0", fn=case_439, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 0", fn=case_442, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 1", fn=case_440, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 1", fn=case_443, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 2", fn=case_441, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 2", fn=case_444, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 3", fn=case_442, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 3", fn=case_445, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 4", fn=case_443, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 4", fn=case_446, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 5", fn=case_444, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 5", fn=case_447, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 6", fn=case_445, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 6", fn=case_448, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 7", fn=case_446, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 7", fn=case_449, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 8", fn=case_447, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 8", fn=case_450, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 9", fn=case_448, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 9", fn=case_451, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 10", fn=case_449, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 10", fn=case_452, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1270 sample 11", fn=case_450, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 11", fn=case_453, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1295 sample 0", fn=case_451, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 0", fn=case_454, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1295 sample 1", fn=case_452, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 1", fn=case_455, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1295 sample 2", fn=case_453, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 2", fn=case_456, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1295 sample 3", fn=case_454, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 3", fn=case_457, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1295 sample 4", fn=case_455, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 4", fn=case_458, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:1321 sample 0", fn=case_456, tensors=[],
+    dict(op="empty", where="ops.yaml:1325 sample 0", fn=case_459, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1321 sample 1", fn=case_457, tensors=[],
+    dict(op="empty", where="ops.yaml:1325 sample 1", fn=case_460, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1321 sample 2", fn=case_458, tensors=[],
+    dict(op="empty", where="ops.yaml:1325 sample 2", fn=case_461, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:1326 sample 0", fn=case_459, tensors=[],
+    dict(op="zeros", where="ops.yaml:1332 sample 0", fn=case_462, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1334 sample 0", fn=case_460, tensors=[],
+    dict(op="ones", where="ops.yaml:1340 sample 0", fn=case_463, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1349 sample 0", fn=case_461, tensors=[],
+    dict(op="full", where="ops.yaml:1355 sample 0", fn=case_464, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1349 sample 1", fn=case_462, tensors=[],
+    dict(op="full", where="ops.yaml:1355 sample 1", fn=case_465, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1349 sample 2", fn=case_463, tensors=[],
+    dict(op="full", where="ops.yaml:1355 sample 2", fn=case_466, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1360 sample 0", fn=case_464, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1366 sample 0", fn=case_467, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1360 sample 1", fn=case_465, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1366 sample 1", fn=case_468, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1360 sample 2", fn=case_466, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1366 sample 2", fn=case_469, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1378 sample 0", fn=case_467, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1386 sample 0", fn=case_470, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1378 sample 1", fn=case_468, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1386 sample 1", fn=case_471, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1378 sample 2", fn=case_469, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1386 sample 2", fn=case_472, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1378 sample 3", fn=case_470, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1386 sample 3", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1390 sample 0", fn=case_471, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1398 sample 0", fn=case_474, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1390 sample 1", fn=case_472, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1398 sample 1", fn=case_475, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1390 sample 2", fn=case_473, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1398 sample 2", fn=case_476, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:1395 sample 0", fn=case_474, tensors=[],
+    dict(op="arange", where="ops.yaml:1403 sample 0", fn=case_477, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1410 sample 0", fn=case_475, tensors=[],
+    dict(op="linspace", where="ops.yaml:1418 sample 0", fn=case_478, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1410 sample 1", fn=case_476, tensors=[],
+    dict(op="linspace", where="ops.yaml:1418 sample 1", fn=case_479, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1410 sample 2", fn=case_477, tensors=[],
+    dict(op="linspace", where="ops.yaml:1418 sample 2", fn=case_480, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1422 sample 0", fn=case_478, tensors=[],
+    dict(op="eye", where="ops.yaml:1430 sample 0", fn=case_481, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1422 sample 1", fn=case_479, tensors=[],
+    dict(op="eye", where="ops.yaml:1430 sample 1", fn=case_482, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1433 sample 0", fn=case_480, tensors=[],
+    dict(op="eye.m", where="ops.yaml:1441 sample 0", fn=case_483, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1433 sample 1", fn=case_481, tensors=[],
+    dict(op="eye.m", where="ops.yaml:1441 sample 1", fn=case_484, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1437 sample 0", fn=case_482, tensors=[],
+    dict(op="rand", where="ops.yaml:1445 sample 0", fn=case_485, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:1448 sample 0", fn=case_483, tensors=[],
+    dict(op="randn", where="ops.yaml:1456 sample 0", fn=case_486, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1465 sample 0", fn=case_484, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:1473 sample 0", fn=case_487, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1465 sample 1", fn=case_485, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:1473 sample 1", fn=case_488, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1475 sample 0", fn=case_486, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:1483 sample 0", fn=case_489, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1475 sample 1", fn=case_487, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:1483 sample 1", fn=case_490, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:1486 sample 0", fn=case_488, tensors=[],
+    dict(op="randint", where="ops.yaml:1494 sample 0", fn=case_491, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:1486 sample 1", fn=case_489, tensors=[],
+    dict(op="randint", where="ops.yaml:1494 sample 1", fn=case_492, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:1497 sample 0", fn=case_490, tensors=[],
+    dict(op="randint.low", where="ops.yaml:1505 sample 0", fn=case_493, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1507 sample 0", fn=case_491, tensors=[],
+    dict(op="randperm", where="ops.yaml:1515 sample 0", fn=case_494, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1507 sample 1", fn=case_492, tensors=[],
+    dict(op="randperm", where="ops.yaml:1515 sample 1", fn=case_495, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1524 sample 0", fn=case_493, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1532 sample 0", fn=case_496, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1524 sample 1", fn=case_494, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1532 sample 1", fn=case_497, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1524 sample 2", fn=case_495, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1532 sample 2", fn=case_498, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1535 sample 0", fn=case_496, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1543 sample 0", fn=case_499, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1535 sample 1", fn=case_497, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1543 sample 1", fn=case_500, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1535 sample 2", fn=case_498, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1543 sample 2", fn=case_501, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1547 sample 0", fn=case_499, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1555 sample 0", fn=case_502, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1547 sample 1", fn=case_500, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1555 sample 1", fn=case_503, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1547 sample 2", fn=case_501, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1555 sample 2", fn=case_504, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:1560 sample 0", fn=case_502, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1568 sample 0", fn=case_505, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1560 sample 1", fn=case_503, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1568 sample 1", fn=case_506, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
