@@ -2214,6 +2214,270 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:180:
+ *   self: softmax_backward_data(grad, result, dim)
+ */
+typedef struct softmax_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+} softmax_node;
+
+static yt_status
+softmax_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    softmax_node *node = (softmax_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_softmax_backward_data(grads[0], result, node->dim);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+softmax_release_saved(yt_node *node_)
+{
+    softmax_node *node = (softmax_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind softmax_node_kind = {
+    .name = "SoftmaxBackward",
+    .op_name = "softmax",
+    .size = sizeof(softmax_node),
+    .backward = softmax_backward,
+    .release_saved = softmax_release_saved,
+};
+
+yt_status
+yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    softmax_node *node = (softmax_node *)yt__node_new(&softmax_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:183:
+ *   self: log_softmax_backward_data(grad, result, dim)
+ */
+typedef struct log_softmax_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+} log_softmax_node;
+
+static yt_status
+log_softmax_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log_softmax_node *node = (log_softmax_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_log_softmax_backward_data(grads[0], result, node->dim);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log_softmax_release_saved(yt_node *node_)
+{
+    log_softmax_node *node = (log_softmax_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind log_softmax_node_kind = {
+    .name = "LogSoftmaxBackward",
+    .op_name = "log_softmax",
+    .size = sizeof(log_softmax_node),
+    .backward = log_softmax_backward,
+    .release_saved = log_softmax_release_saved,
+};
+
+yt_status
+yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    log_softmax_node *node = (log_softmax_node *)yt__node_new(&log_softmax_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * backward, from derivatives.yaml:186:
+ *   grad_output: softmax_backward_data(grad, output, dim)
+ *   output: softmax_double_backward(grad, grad_output, output, dim)
+ */
+typedef struct softmax_backward_data_node {
+    yt_node base;         /* must be first */
+    yt_saved output;      /* used by: grad_output, output */
+    int64_t dim;          /* used by: grad_output, output */
+    yt_saved grad_output; /* used by: output */
+} softmax_backward_data_node;
+
+static yt_status
+softmax_backward_data_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    softmax_backward_data_node *node = (softmax_backward_data_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[0] = yt_softmax_backward_data(grads[0], output, node->dim);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[1] = yt_softmax_double_backward(grads[0], grad_output, output, node->dim);
+        yt_release(output);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+softmax_backward_data_release_saved(yt_node *node_)
+{
+    softmax_backward_data_node *node = (softmax_backward_data_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind softmax_backward_data_node_kind = {
+    .name = "SoftmaxBackwardDataBackward",
+    .op_name = "softmax_backward_data",
+    .size = sizeof(softmax_backward_data_node),
+    .backward = softmax_backward_data_backward,
+    .release_saved = softmax_backward_data_release_saved,
+};
+
+yt_status
+yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                                 int64_t dim)
+{
+    softmax_backward_data_node *node =
+        (softmax_backward_data_node *)yt__node_new(&softmax_backward_data_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * backward, from derivatives.yaml:190:
+ *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
+ *   output: log_softmax_double_backward(grad, grad_output, output, dim)
+ */
+typedef struct log_softmax_backward_data_node {
+    yt_node base;         /* must be first */
+    yt_saved output;      /* used by: grad_output, output */
+    int64_t dim;          /* used by: grad_output, output */
+    yt_saved grad_output; /* used by: output */
+} log_softmax_backward_data_node;
+
+static yt_status
+log_softmax_backward_data_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log_softmax_backward_data_node *node = (log_softmax_backward_data_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[0] = yt_log_softmax_backward_data_adjoint(grads[0], output, node->dim);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[1] = yt_log_softmax_double_backward(grads[0], grad_output, output, node->dim);
+        yt_release(output);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log_softmax_backward_data_release_saved(yt_node *node_)
+{
+    log_softmax_backward_data_node *node = (log_softmax_backward_data_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind log_softmax_backward_data_node_kind = {
+    .name = "LogSoftmaxBackwardDataBackward",
+    .op_name = "log_softmax_backward_data",
+    .size = sizeof(log_softmax_backward_data_node),
+    .backward = log_softmax_backward_data_backward,
+    .release_saved = log_softmax_backward_data_release_saved,
+};
+
+yt_status
+yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                                     int64_t dim)
+{
+    log_softmax_backward_data_node *node =
+        (log_softmax_backward_data_node *)yt__node_new(&log_softmax_backward_data_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)

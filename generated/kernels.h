@@ -172,6 +172,32 @@ typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_ten
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 
+typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_dtype dtype);
+extern const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      yt_dtype dtype);
+
+typedef yt_status (*yt__log_softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_dtype dtype);
+extern const yt__log_softmax_kernel_fn yt__log_softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_dtype dtype);
+
+typedef yt_status (*yt__softmax_backward_data_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                         yt_tensor *output, int64_t dim);
+extern const yt__softmax_backward_data_kernel_fn yt__softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *output, int64_t dim);
+
+typedef yt_status (*yt__log_softmax_backward_data_kernel_fn)(yt_tensor *result,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+extern const yt__log_softmax_backward_data_kernel_fn
+    yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *output, int64_t dim);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -244,6 +270,14 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_softmax_double_backward(yt_tensor *grad,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_log_softmax_double_backward(yt_tensor *grad,
+                                                                 yt_tensor *grad_output,
+                                                                 yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *
+yt__composite_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

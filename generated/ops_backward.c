@@ -9,8 +9,237 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:553; backward from derivatives.yaml:186 */
+yt_tensor *
+yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("softmax_backward_data", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("softmax_backward_data", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_backward_data: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_backward_data: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "softmax_backward_data: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_backward_data: output has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    if (yt__wrap_dim(&dim, output->dim, "softmax_backward_data", "dim") != YT_OK)
+        return NULL;
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_output->dim == output->dim))
+        return yt__fail(YT_ERR_SHAPE,
+                        "softmax_backward_data: grad_output.dim=%d does not match output.dim=%d",
+                        grad_output->dim, output->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__softmax_backward_data_kernel_fn kernel = yt__softmax_backward_data_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "softmax_backward_data: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_softmax_backward_data(result, grad_output, output, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:570; backward from derivatives.yaml:190 */
+yt_tensor *
+yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("log_softmax_backward_data",
+                            "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_backward_data", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_backward_data: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: output has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    if (yt__wrap_dim(&dim, output->dim, "log_softmax_backward_data", "dim") != YT_OK)
+        return NULL;
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_output->dim == output->dim))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "log_softmax_backward_data: grad_output.dim=%d does not match output.dim=%d",
+            grad_output->dim, output->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__log_softmax_backward_data_kernel_fn kernel =
+        yt__log_softmax_backward_data_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "log_softmax_backward_data: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_log_softmax_backward_data(result, grad_output, output, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:587 */
+yt_tensor *
+yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("softmax_double_backward", "grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("softmax_double_backward", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("softmax_double_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_double_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_double_backward: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (grad_output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "softmax_double_backward: grad_output is on %s but grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "softmax_double_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_softmax_double_backward(grad, grad_output, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:595 */
+yt_tensor *
+yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
+                               int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("log_softmax_double_backward", "grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("log_softmax_double_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_double_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (grad_output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_double_backward: grad_output is on %s but grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_double_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_log_softmax_double_backward(grad, grad_output, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
+ * from ops.yaml:603 */
+yt_tensor *
+yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("log_softmax_backward_data_adjoint",
+                            "grad"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_backward_data_adjoint",
+                            "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data_adjoint: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data_adjoint: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_backward_data_adjoint: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_log_softmax_backward_data_adjoint(grad, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:585 */
+ * from ops.yaml:679 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -27,7 +256,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:595 */
+ * from ops.yaml:689 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -49,7 +278,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:602 */
+ * from ops.yaml:696 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -75,7 +304,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:609 */
+ * from ops.yaml:703 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -115,7 +344,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:616 */
+ * from ops.yaml:710 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -132,7 +361,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:623 */
+ * from ops.yaml:717 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -161,7 +390,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:630 */
+ * from ops.yaml:724 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -196,7 +425,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:637 */
+ * from ops.yaml:731 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -241,7 +470,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:644; backward from derivatives.yaml:150 */
+ * from ops.yaml:738; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -283,7 +512,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:652; backward from derivatives.yaml:153 */
+ * from ops.yaml:746; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -435,3 +435,98 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
         yt__bump_version(out);
     return status;
 }
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:517; backward from derivatives.yaml:180 */
+yt_tensor *
+yt_softmax(yt_tensor *self, int64_t dim)
+{
+    return yt_softmax_ex(self, dim, YT_DTYPE_NONE);
+}
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:517; backward from derivatives.yaml:180 */
+yt_tensor *
+yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("softmax", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "softmax: dtype=%d is not a valid dtype", (int)dtype);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "softmax: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (yt__wrap_dim(&dim, self->dim, "softmax", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail(YT_ERR_VALUE, "softmax: expected a floating dtype, got %s",
+                        yt_dtype_name(result_dtype));
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__softmax_kernel_fn kernel = yt__softmax_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "softmax: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_softmax(result, self, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:535; backward from derivatives.yaml:183 */
+yt_tensor *
+yt_log_softmax(yt_tensor *self, int64_t dim)
+{
+    return yt_log_softmax_ex(self, dim, YT_DTYPE_NONE);
+}
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * from ops.yaml:535; backward from derivatives.yaml:183 */
+yt_tensor *
+yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    if (self == NULL)
+        return yt__null_arg("log_softmax", "self"); /* keeps an earlier error */
+    if (dtype < YT_DTYPE_NONE || dtype >= YT_DTYPE_COUNT)
+        return yt__fail(YT_ERR_VALUE, "log_softmax: dtype=%d is not a valid dtype", (int)dtype);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "log_softmax: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (yt__wrap_dim(&dim, self->dim, "log_softmax", "dim") != YT_OK)
+        return NULL;
+    yt_dtype result_dtype = yt__dtype_sum(self, dtype);
+    if (!(yt_dtype_is_floating(result_dtype)))
+        return yt__fail(YT_ERR_VALUE, "log_softmax: expected a floating dtype, got %s",
+                        yt_dtype_name(result_dtype));
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__log_softmax_kernel_fn kernel = yt__log_softmax_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "log_softmax: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_log_softmax(result, self, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}

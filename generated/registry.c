@@ -216,6 +216,42 @@ static const op_info registry[] = {
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
     },
     {
+        .schema = "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of -inf gives NaN, as in PyTorch.",
+    },
+    {
+        .schema = "log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.",
+    },
+    {
+        .schema = "softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
+        .doc =
+            "Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).",
+    },
+    {
+        .schema = "log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
+        .doc =
+            "Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).",
+    },
+    {
+        .schema =
+            "softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor",
+        .doc = "Gradient of softmax_backward_data with respect to `output`.",
+    },
+    {
+        .schema =
+            "log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor",
+        .doc = "Gradient of log_softmax_backward_data with respect to `output`.",
+    },
+    {
+        .schema =
+            "log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor",
+        .doc =
+            "Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad * exp(output), dim).",
+    },
+    {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
     },
