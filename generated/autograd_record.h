@@ -45,6 +45,17 @@ YT_INTERNAL yt_status yt__record_mean_dim(yt_tensor *result, yt_tensor *self, co
                                           int dim_len, bool keepdim);
 YT_INTERNAL yt_status yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                       int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                      int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_max(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_min(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_prod(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              bool keepdim);
+YT_INTERNAL yt_status yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self,
+                                                    yt_scalar ord, const int64_t *dim, int dim_len,
+                                                    bool keepdim);
 YT_INTERNAL yt_status yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_t(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_transpose(yt_tensor *result, yt_tensor *self, int64_t dim0,

@@ -139,6 +139,58 @@ const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_amax,
 };
 
+const yt__amin_kernel_fn yt__amin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_amin,
+};
+
+const yt__max_kernel_fn yt__max_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max,
+};
+
+const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min,
+};
+
+const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmax,
+};
+
+const yt__argmin_kernel_fn yt__argmin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmin,
+};
+
+const yt__prod_kernel_fn yt__prod_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod,
+};
+
+const yt__prod_dim_int_kernel_fn yt__prod_dim_int_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod_dim_int,
+};
+
+const yt__all_kernel_fn yt__all_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all,
+};
+
+const yt__all_dim_kernel_fn yt__all_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all_dim,
+};
+
+const yt__any_kernel_fn yt__any_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any,
+};
+
+const yt__any_dim_kernel_fn yt__any_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any_dim,
+};
+
+const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cumsum,
+};
+
+const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_linalg_vector_norm,
+};
+
 const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_mm,
 };

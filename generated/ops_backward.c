@@ -9,8 +9,174 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
+ * from ops.yaml:552 */
+yt_tensor *
+yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
+{
+    if (grad == NULL)
+        return yt__null_arg("evenly_distribute_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("evenly_distribute_backward", "self"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_arg("evenly_distribute_backward", "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "evenly_distribute_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (value->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "evenly_distribute_backward: value is on %s but grad is on %s",
+                        yt_device_name(value->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_evenly_distribute_backward(grad, self, value);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
+ * from ops.yaml:559 */
+yt_tensor *
+yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
+{
+    if (grad == NULL)
+        return yt__null_arg("prod_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("prod_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("prod_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_prod_backward(grad, self, output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
+ * from ops.yaml:566 */
+yt_tensor *
+yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("prod_dim_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("prod_dim_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("prod_dim_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_dim_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_dim_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_prod_dim_backward(grad, self, output, dim, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cumsum_backward(Tensor grad, int dim) -> Tensor
+ * from ops.yaml:573 */
+yt_tensor *
+yt_cumsum_backward(yt_tensor *grad, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("cumsum_backward", "grad"); /* keeps an earlier error */
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_cumsum_backward(grad, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * from ops.yaml:580 */
+yt_tensor *
+yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
+                 const int64_t *dim, int dim_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("norm_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("norm_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("norm_backward", "output"); /* keeps an earlier error */
+    if ((unsigned)ord.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "norm_backward: ord has an invalid scalar kind %d",
+                        (int)ord.kind);
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "norm_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "norm_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "norm_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_norm_backward(grad, self, ord, output, dim, dim_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:553; backward from derivatives.yaml:186 */
+ * from ops.yaml:811; backward from derivatives.yaml:225 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -66,7 +232,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:570; backward from derivatives.yaml:190 */
+ * from ops.yaml:828; backward from derivatives.yaml:229 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -128,7 +294,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:587 */
+ * from ops.yaml:845 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -166,7 +332,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:595 */
+ * from ops.yaml:853 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -208,7 +374,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:603 */
+ * from ops.yaml:861 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -239,7 +405,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:679 */
+ * from ops.yaml:937 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -256,7 +422,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:689 */
+ * from ops.yaml:947 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -278,7 +444,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:696 */
+ * from ops.yaml:954 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -304,7 +470,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:703 */
+ * from ops.yaml:961 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -344,7 +510,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:710 */
+ * from ops.yaml:968 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -361,7 +527,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:717 */
+ * from ops.yaml:975 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -390,7 +556,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:724 */
+ * from ops.yaml:982 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -425,7 +591,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:731 */
+ * from ops.yaml:989 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -470,7 +636,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:738; backward from derivatives.yaml:150 */
+ * from ops.yaml:996; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -512,7 +678,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:746; backward from derivatives.yaml:153 */
+ * from ops.yaml:1004; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

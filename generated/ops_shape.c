@@ -10,7 +10,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:117 */
+ * from ops.yaml:631; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -30,7 +30,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:386; backward from derivatives.yaml:120 */
+ * from ops.yaml:644; backward from derivatives.yaml:120 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -52,7 +52,7 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:397; backward from derivatives.yaml:123 */
+ * from ops.yaml:655; backward from derivatives.yaml:123 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -83,7 +83,7 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:410; backward from derivatives.yaml:126 */
+ * from ops.yaml:668; backward from derivatives.yaml:126 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -105,7 +105,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:420 */
+ * from ops.yaml:678 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
@@ -122,7 +122,7 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:129 */
+ * from ops.yaml:688; backward from derivatives.yaml:129 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -144,7 +144,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:440; backward from derivatives.yaml:132 */
+ * from ops.yaml:698; backward from derivatives.yaml:132 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -162,7 +162,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:449; backward from derivatives.yaml:135 */
+ * from ops.yaml:707; backward from derivatives.yaml:135 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -182,7 +182,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:138 */
+ * from ops.yaml:718; backward from derivatives.yaml:138 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -202,7 +202,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:471; backward from derivatives.yaml:141 */
+ * from ops.yaml:729; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -210,7 +210,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:471; backward from derivatives.yaml:141 */
+ * from ops.yaml:729; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -232,7 +232,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:144 */
+ * from ops.yaml:743; backward from derivatives.yaml:144 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -252,7 +252,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:496 */
+ * from ops.yaml:754 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {

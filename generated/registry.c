@@ -153,6 +153,109 @@ static const op_info registry[] = {
             "Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.",
     },
     {
+        .schema = "amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
+        .doc =
+            "Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced dimension is an error.",
+    },
+    {
+        .schema = "max(Tensor self) -> Tensor",
+        .doc = "Largest element of `self`; NaN wins. An empty tensor is an error.",
+    },
+    {
+        .schema = "min(Tensor self) -> Tensor",
+        .doc = "Smallest element of `self`; NaN wins. An empty tensor is an error.",
+    },
+    {
+        .schema = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+        .doc =
+            "Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts as the largest. A zero-size reduced dimension is an error.",
+    },
+    {
+        .schema = "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+        .doc =
+            "Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN counts as the smallest. A zero-size reduced dimension is an error.",
+    },
+    {
+        .schema = "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype` is given.",
+    },
+    {
+        .schema =
+            "prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .doc = "Product over dimension `dim`, keeping it as size 1 when `keepdim`.",
+    },
+    {
+        .schema = "all(Tensor self) -> Tensor",
+        .doc = "Whether every element is nonzero (true for an empty tensor); the result is bool.",
+    },
+    {
+        .schema = "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+        .doc =
+            "Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.",
+    },
+    {
+        .schema = "any(Tensor self) -> Tensor",
+        .doc = "Whether any element is nonzero (false for an empty tensor); the result is bool.",
+    },
+    {
+        .schema = "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+        .doc =
+            "Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.",
+    },
+    {
+        .schema = "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.",
+    },
+    {
+        .schema = "logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor",
+        .doc =
+            "log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow; -inf over an all -inf slice.",
+    },
+    {
+        .schema =
+            "var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor",
+        .doc =
+            "Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN when N - correction <= 0). Exactly 0 for a constant input.",
+    },
+    {
+        .schema =
+            "std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor",
+        .doc = "Standard deviation over `dim` (all when empty), the square root of var.correction.",
+    },
+    {
+        .schema =
+            "linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        .doc =
+            "Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf (largest magnitude).",
+    },
+    {
+        .schema = "evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor",
+        .doc =
+            "Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.",
+    },
+    {
+        .schema = "prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor",
+        .doc =
+            "Gradient of the full prod: the product of the other elements, exact when some are zero.",
+    },
+    {
+        .schema =
+            "prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor",
+        .doc =
+            "Gradient of prod over `dim`: the product of the other elements of each slice, exact when some are zero.",
+    },
+    {
+        .schema = "cumsum_backward(Tensor grad, int dim) -> Tensor",
+        .doc = "Gradient of cumsum: sums of `grad` from each position to the end along `dim`.",
+    },
+    {
+        .schema =
+            "norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor",
+        .doc = "Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.",
+    },
+    {
         .schema = "mm(Tensor self, Tensor mat2) -> Tensor",
         .doc =
             "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.",

@@ -3264,14 +3264,881 @@ error_amax_344(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_345(yt_tensor *const *inputs, void *ctx)
+call_amin_345(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_346(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_347(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_amin_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+out_amin_348(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0, 2};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 2, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_349(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_350(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_351(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_amin_ex(inputs[0], NULL, 0, false);
+}
+
+static yt_tensor *
+out_amin_352(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_353(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_354(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_amin_355(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_max_356(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_357(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_358(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_min_359(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_360(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_361(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_argmax_362(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_363(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_364(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmax_365(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_366(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmax_367(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmax_369(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_371(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmax_372(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argmin_373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmin_374(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmin_376(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmin_378(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmin_380(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmin_381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_prod_382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_385(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_dim_int_386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_387(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_389(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_391(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_393(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_prod_dim_int_394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_all_395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_dim_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_398(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_all_dim_400(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_402(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_all_dim_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_any_404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_dim_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_407(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_any_dim_409(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_411(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_any_dim_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_cumsum_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_414(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_416(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_418(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_420(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_422(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_cumsum_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_logsumexp_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_logsumexp_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+call_logsumexp_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_var_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_var_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_var_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_var_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_var_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+call_var_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_std_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_std_438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_std_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+error_std_439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_std_440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(1), dim, 2, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_mm_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_346(yt_tensor *const *inputs, void *ctx)
+out_mm_449(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3282,14 +4149,14 @@ out_mm_346(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_347(yt_tensor *const *inputs, void *ctx)
+call_mm_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_348(yt_tensor *const *inputs, void *ctx)
+out_mm_451(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3300,14 +4167,14 @@ out_mm_348(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_349(yt_tensor *const *inputs, void *ctx)
+call_mm_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_350(yt_tensor *const *inputs, void *ctx)
+out_mm_453(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3318,14 +4185,14 @@ out_mm_350(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_351(yt_tensor *const *inputs, void *ctx)
+call_mm_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_352(yt_tensor *const *inputs, void *ctx)
+out_mm_455(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3336,140 +4203,140 @@ out_mm_352(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_353(yt_tensor *const *inputs, void *ctx)
+error_mm_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_354(yt_tensor *const *inputs, void *ctx)
+error_mm_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_355(yt_tensor *const *inputs, void *ctx)
+error_mm_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_356(yt_tensor *const *inputs, void *ctx)
+error_mm_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_357(yt_tensor *const *inputs, void *ctx)
+call_matmul_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_358(yt_tensor *const *inputs, void *ctx)
+call_matmul_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_359(yt_tensor *const *inputs, void *ctx)
+call_matmul_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_360(yt_tensor *const *inputs, void *ctx)
+call_matmul_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_361(yt_tensor *const *inputs, void *ctx)
+call_matmul_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_362(yt_tensor *const *inputs, void *ctx)
+error_matmul_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_363(yt_tensor *const *inputs, void *ctx)
+error_matmul_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_364(yt_tensor *const *inputs, void *ctx)
+error_matmul_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_365(yt_tensor *const *inputs, void *ctx)
+call_t_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_366(yt_tensor *const *inputs, void *ctx)
+call_t_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_367(yt_tensor *const *inputs, void *ctx)
+error_t_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_368(yt_tensor *const *inputs, void *ctx)
+call_transpose_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_369(yt_tensor *const *inputs, void *ctx)
+call_transpose_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_370(yt_tensor *const *inputs, void *ctx)
+error_transpose_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_371(yt_tensor *const *inputs, void *ctx)
+error_transpose_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_372(yt_tensor *const *inputs, void *ctx)
+call_permute_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -3477,7 +4344,7 @@ call_permute_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_373(yt_tensor *const *inputs, void *ctx)
+error_permute_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3485,7 +4352,7 @@ error_permute_373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_374(yt_tensor *const *inputs, void *ctx)
+error_permute_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3493,7 +4360,7 @@ error_permute_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_375(yt_tensor *const *inputs, void *ctx)
+call_view_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -3501,7 +4368,7 @@ call_view_375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_376(yt_tensor *const *inputs, void *ctx)
+call_view_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -3509,7 +4376,7 @@ call_view_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_377(yt_tensor *const *inputs, void *ctx)
+call_reshape_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -3517,7 +4384,7 @@ call_reshape_377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_378(yt_tensor *const *inputs, void *ctx)
+call_reshape_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -3525,7 +4392,7 @@ call_reshape_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_379(yt_tensor *const *inputs, void *ctx)
+call_expand_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -3533,7 +4400,7 @@ call_expand_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_380(yt_tensor *const *inputs, void *ctx)
+call_expand_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -3541,308 +4408,308 @@ call_expand_380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_381(yt_tensor *const *inputs, void *ctx)
+call_squeeze_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_382(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_383(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_384(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_385(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_386(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_387(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_388(yt_tensor *const *inputs, void *ctx)
+call_slice_491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_389(yt_tensor *const *inputs, void *ctx)
+call_slice_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_390(yt_tensor *const *inputs, void *ctx)
+error_slice_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_391(yt_tensor *const *inputs, void *ctx)
+error_slice_494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_392(yt_tensor *const *inputs, void *ctx)
+call_select_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_393(yt_tensor *const *inputs, void *ctx)
+call_select_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_394(yt_tensor *const *inputs, void *ctx)
+error_select_497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_395(yt_tensor *const *inputs, void *ctx)
+call_contiguous_498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_softmax_396(yt_tensor *const *inputs, void *ctx)
+call_softmax_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_397(yt_tensor *const *inputs, void *ctx)
+call_softmax_500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_398(yt_tensor *const *inputs, void *ctx)
+call_softmax_501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_399(yt_tensor *const *inputs, void *ctx)
+call_softmax_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_400(yt_tensor *const *inputs, void *ctx)
+call_softmax_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_401(yt_tensor *const *inputs, void *ctx)
+error_softmax_504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_402(yt_tensor *const *inputs, void *ctx)
+error_softmax_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_403(yt_tensor *const *inputs, void *ctx)
+error_softmax_506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_404(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_405(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_406(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_407(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_408(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_409(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_410(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_411(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_412(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_413(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_414(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_415(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_416(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_417(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_418(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_419(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_420(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_421(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_422(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_423(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_zeros_424(yt_tensor *const *inputs, void *ctx)
+call_zeros_527(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3851,7 +4718,7 @@ call_zeros_424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_425(yt_tensor *const *inputs, void *ctx)
+call_ones_528(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3860,7 +4727,7 @@ call_ones_425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_426(yt_tensor *const *inputs, void *ctx)
+call_full_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3869,7 +4736,7 @@ call_full_426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_427(yt_tensor *const *inputs, void *ctx)
+call_arange_530(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3877,7 +4744,7 @@ call_arange_427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_428(yt_tensor *const *inputs, void *ctx)
+call_rand_531(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3886,7 +4753,7 @@ call_rand_428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_429(yt_tensor *const *inputs, void *ctx)
+error_rand_532(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3895,7 +4762,7 @@ error_rand_429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_430(yt_tensor *const *inputs, void *ctx)
+call_randn_533(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3904,7 +4771,7 @@ call_randn_430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_431(yt_tensor *const *inputs, void *ctx)
+error_randn_534(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3913,7 +4780,7 @@ error_randn_431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_432(yt_tensor *const *inputs, void *ctx)
+call_sum_to_535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3921,7 +4788,7 @@ call_sum_to_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_433(yt_tensor *const *inputs, void *ctx)
+call_sum_to_536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5446,62 +6313,714 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm",
-        .where = "ops.yaml:346 sample 0",
-        .n_inputs = 2,
+        .op = "amin",
+        .where = "ops.yaml:337 sample 0",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_345,
+        .call = call_amin_345,
         .call_inplace = NULL,
-        .call_out = out_mm_346,
+        .call_out = out_amin_346,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:337 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_347,
+        .call_inplace = NULL,
+        .call_out = out_amin_348,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:337 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_amin_349,
+        .call_inplace = NULL,
+        .call_out = out_amin_350,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:337 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_351,
+        .call_inplace = NULL,
+        .call_out = out_amin_352,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:337 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_353,
+        .call_inplace = NULL,
+        .call_out = out_amin_354,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:351 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_356,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:351 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_357,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:351 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_358,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:363 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_359,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:363 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_360,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:363 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_361,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:376 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_362,
+        .call_inplace = NULL,
+        .call_out = out_argmax_363,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:376 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_364,
+        .call_inplace = NULL,
+        .call_out = out_argmax_365,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:376 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmax_366,
+        .call_inplace = NULL,
+        .call_out = out_argmax_367,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:376 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_368,
+        .call_inplace = NULL,
+        .call_out = out_argmax_369,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:376 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_370,
+        .call_inplace = NULL,
+        .call_out = out_argmax_371,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:391 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_373,
+        .call_inplace = NULL,
+        .call_out = out_argmin_374,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:391 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_375,
+        .call_inplace = NULL,
+        .call_out = out_argmin_376,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:391 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmin_377,
+        .call_inplace = NULL,
+        .call_out = out_argmin_378,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:391 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_379,
+        .call_inplace = NULL,
+        .call_out = out_argmin_380,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:405 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_382,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:405 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_383,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:405 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_384,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:405 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_385,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:420 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_386,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_387,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:420 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_388,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_389,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:420 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_dim_int_390,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_391,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:420 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_392,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_393,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:434 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_395,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:434 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_all_396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:447 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_397,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_398,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:447 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_all_dim_399,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_400,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:447 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_401,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_402,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:460 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_404,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:460 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_any_405,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:473 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_406,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_407,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:473 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_any_dim_408,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_409,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:473 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_410,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_411,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:486 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_413,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_414,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:486 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_415,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_416,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:486 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cumsum_417,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_418,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:486 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_419,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_420,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:486 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_421,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_422,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:500 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:500 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_425,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:500 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logsumexp_426,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:500 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:513 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_430,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:513 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:513 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_var_432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:513 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:527 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_436,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:527 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:527 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_std_438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:545 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_441,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:545 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_442,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:545 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_linalg_vector_norm_443,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:545 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_444,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 1",
+        .where = "ops.yaml:604 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_448,
+        .call_inplace = NULL,
+        .call_out = out_mm_449,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:604 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_347,
+        .call = call_mm_450,
         .call_inplace = NULL,
-        .call_out = out_mm_348,
+        .call_out = out_mm_451,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 2",
+        .where = "ops.yaml:604 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_349,
+        .call = call_mm_452,
         .call_inplace = NULL,
-        .call_out = out_mm_350,
+        .call_out = out_mm_453,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 3",
+        .where = "ops.yaml:604 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_351,
+        .call = call_mm_454,
         .call_inplace = NULL,
-        .call_out = out_mm_352,
+        .call_out = out_mm_455,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 0",
+        .where = "ops.yaml:622 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_357,
+        .call = call_matmul_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5509,11 +7028,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 1",
+        .where = "ops.yaml:622 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_358,
+        .call = call_matmul_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5521,11 +7040,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 2",
+        .where = "ops.yaml:622 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_359,
+        .call = call_matmul_462,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5533,11 +7052,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 3",
+        .where = "ops.yaml:622 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_360,
+        .call = call_matmul_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5545,11 +7064,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 4",
+        .where = "ops.yaml:622 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_361,
+        .call = call_matmul_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5557,10 +7076,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:382 sample 0",
+        .where = "ops.yaml:640 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_365,
+        .call = call_t_468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5568,10 +7087,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:382 sample 1",
+        .where = "ops.yaml:640 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_366,
+        .call = call_t_469,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5579,10 +7098,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 0",
+        .where = "ops.yaml:651 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_368,
+        .call = call_transpose_471,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5590,10 +7109,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 1",
+        .where = "ops.yaml:651 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_369,
+        .call = call_transpose_472,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5601,10 +7120,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:407 sample 0",
+        .where = "ops.yaml:665 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_372,
+        .call = call_permute_475,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5612,10 +7131,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 0",
+        .where = "ops.yaml:674 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_375,
+        .call = call_view_478,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5623,10 +7142,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 1",
+        .where = "ops.yaml:674 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_376,
+        .call = call_view_479,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5634,10 +7153,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 0",
+        .where = "ops.yaml:684 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_377,
+        .call = call_reshape_480,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5645,11 +7164,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 1",
+        .where = "ops.yaml:684 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_378,
+        .call = call_reshape_481,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5657,10 +7176,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 0",
+        .where = "ops.yaml:694 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_379,
+        .call = call_expand_482,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5668,10 +7187,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 1",
+        .where = "ops.yaml:694 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_380,
+        .call = call_expand_483,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5679,10 +7198,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:446 sample 0",
+        .where = "ops.yaml:704 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_381,
+        .call = call_squeeze_484,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5690,10 +7209,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 0",
+        .where = "ops.yaml:714 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_382,
+        .call = call_squeeze_dim_485,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5701,10 +7220,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 1",
+        .where = "ops.yaml:714 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_383,
+        .call = call_squeeze_dim_486,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5712,10 +7231,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 0",
+        .where = "ops.yaml:725 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_385,
+        .call = call_unsqueeze_488,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5723,10 +7242,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 1",
+        .where = "ops.yaml:725 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_386,
+        .call = call_unsqueeze_489,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5734,10 +7253,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 0",
+        .where = "ops.yaml:739 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_388,
+        .call = call_slice_491,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5745,10 +7264,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 1",
+        .where = "ops.yaml:739 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_389,
+        .call = call_slice_492,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5756,10 +7275,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 0",
+        .where = "ops.yaml:750 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_392,
+        .call = call_select_495,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5767,10 +7286,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 1",
+        .where = "ops.yaml:750 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_393,
+        .call = call_select_496,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5778,11 +7297,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:502 sample 0",
+        .where = "ops.yaml:760 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_395,
+        .call = call_contiguous_498,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5790,10 +7309,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:528 sample 0",
+        .where = "ops.yaml:786 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_396,
+        .call = call_softmax_499,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5801,10 +7320,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:528 sample 1",
+        .where = "ops.yaml:786 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_397,
+        .call = call_softmax_500,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5812,11 +7331,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:528 sample 2",
+        .where = "ops.yaml:786 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_398,
+        .call = call_softmax_501,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5824,10 +7343,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:528 sample 3",
+        .where = "ops.yaml:786 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_399,
+        .call = call_softmax_502,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5835,10 +7354,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:528 sample 4",
+        .where = "ops.yaml:786 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_400,
+        .call = call_softmax_503,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5846,10 +7365,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:546 sample 0",
+        .where = "ops.yaml:804 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_404,
+        .call = call_log_softmax_507,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5857,10 +7376,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:546 sample 1",
+        .where = "ops.yaml:804 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_405,
+        .call = call_log_softmax_508,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5868,11 +7387,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:546 sample 2",
+        .where = "ops.yaml:804 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_406,
+        .call = call_log_softmax_509,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5880,10 +7399,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:546 sample 3",
+        .where = "ops.yaml:804 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_407,
+        .call = call_log_softmax_510,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5891,10 +7410,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:546 sample 4",
+        .where = "ops.yaml:804 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_408,
+        .call = call_log_softmax_511,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5902,11 +7421,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:564 sample 0",
+        .where = "ops.yaml:822 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_412,
+        .call = call_softmax_backward_data_515,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5914,11 +7433,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:564 sample 1",
+        .where = "ops.yaml:822 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_413,
+        .call = call_softmax_backward_data_516,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5926,7 +7445,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:564 sample 2",
+        .where = "ops.yaml:822 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -5934,7 +7453,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_414,
+        .call = call_softmax_backward_data_517,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5942,11 +7461,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:581 sample 0",
+        .where = "ops.yaml:839 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_418,
+        .call = call_log_softmax_backward_data_521,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5954,11 +7473,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:581 sample 1",
+        .where = "ops.yaml:839 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_419,
+        .call = call_log_softmax_backward_data_522,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5966,7 +7485,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:581 sample 2",
+        .where = "ops.yaml:839 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -5974,7 +7493,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_420,
+        .call = call_log_softmax_backward_data_523,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5982,9 +7501,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:616 sample 0",
+        .where = "ops.yaml:874 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_424,
+        .call = call_zeros_527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5992,9 +7511,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:624 sample 0",
+        .where = "ops.yaml:882 sample 0",
         .n_inputs = 0,
-        .call = call_ones_425,
+        .call = call_ones_528,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6002,9 +7521,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:632 sample 0",
+        .where = "ops.yaml:890 sample 0",
         .n_inputs = 0,
-        .call = call_full_426,
+        .call = call_full_529,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6012,9 +7531,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:647 sample 0",
+        .where = "ops.yaml:905 sample 0",
         .n_inputs = 0,
-        .call = call_arange_427,
+        .call = call_arange_530,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6022,9 +7541,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:655 sample 0",
+        .where = "ops.yaml:913 sample 0",
         .n_inputs = 0,
-        .call = call_rand_428,
+        .call = call_rand_531,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6032,9 +7551,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:666 sample 0",
+        .where = "ops.yaml:924 sample 0",
         .n_inputs = 0,
-        .call = call_randn_430,
+        .call = call_randn_533,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6042,10 +7561,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:685 sample 0",
+        .where = "ops.yaml:943 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_432,
+        .call = call_sum_to_535,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6053,10 +7572,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:685 sample 1",
+        .where = "ops.yaml:943 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_433,
+        .call = call_sum_to_536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6279,292 +7798,436 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "amax: ",
     },
     {
+        .op = "amin",
+        .what = "ops.yaml:329: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_amin_355,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "amin: ",
+    },
+    {
+        .op = "argmax",
+        .what = "ops.yaml:368: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmax_372,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmax: ",
+    },
+    {
+        .op = "argmin",
+        .what = "ops.yaml:383: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmin_381,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmin: ",
+    },
+    {
+        .op = "prod.dim_int",
+        .what = "ops.yaml:411: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_prod_dim_int_394,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "prod: ",
+    },
+    {
+        .op = "all.dim",
+        .what = "ops.yaml:438: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_all_dim_403,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "all: ",
+    },
+    {
+        .op = "any.dim",
+        .what = "ops.yaml:464: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_any_dim_412,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "any: ",
+    },
+    {
+        .op = "cumsum",
+        .what = "ops.yaml:478: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_cumsum_423,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cumsum: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:493: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_logsumexp_428,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:493: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_logsumexp_429,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:506: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_var_434,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:506: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_var_435,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:520: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_std_439,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:520: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_std_440,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:540: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_445,
+        .expect = 0,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:533: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_linalg_vector_norm_446,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:533: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_447,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
         .op = "mm",
-        .what = "ops.yaml:337: self.dim == 2",
+        .what = "ops.yaml:595: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_353,
+        .call = error_mm_456,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:339: mat2.dim == 2",
+        .what = "ops.yaml:597: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_354,
+        .call = error_mm_457,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:341: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:599: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_355,
+        .call = error_mm_458,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:331: dtype of self",
+        .what = "ops.yaml:589: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_356,
+        .call = error_mm_459,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:358: self.dim >= 1",
+        .what = "ops.yaml:616: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_362,
+        .call = error_matmul_465,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:360: other.dim >= 1",
+        .what = "ops.yaml:618: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_363,
+        .call = error_matmul_466,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:352: dtype of self",
+        .what = "ops.yaml:610: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_364,
+        .call = error_matmul_467,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:378: self.dim <= 2",
+        .what = "ops.yaml:636: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_367,
+        .call = error_t_470,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim0 out of range",
+        .what = "ops.yaml:644: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_370,
+        .call = error_transpose_473,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim1 out of range",
+        .what = "ops.yaml:644: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_371,
+        .call = error_transpose_474,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:403: len(dims) == self.dim",
+        .what = "ops.yaml:661: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_373,
+        .call = error_permute_476,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:397: dims out of range",
+        .what = "ops.yaml:655: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_374,
+        .call = error_permute_477,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:449: dim out of range",
+        .what = "ops.yaml:707: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_384,
+        .call = error_squeeze_dim_487,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:460: dim out of range",
+        .what = "ops.yaml:718: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_387,
+        .call = error_unsqueeze_490,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:477: step > 0",
+        .what = "ops.yaml:735: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_390,
+        .call = error_slice_493,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:471: dim out of range",
+        .what = "ops.yaml:729: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_391,
+        .call = error_slice_494,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:485: dim out of range",
+        .what = "ops.yaml:743: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_394,
+        .call = error_select_497,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:524: is_floating(result_dtype)",
+        .what = "ops.yaml:782: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_401,
+        .call = error_softmax_504,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:517: dtype of self",
+        .what = "ops.yaml:775: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_402,
+        .call = error_softmax_505,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:517: dim out of range",
+        .what = "ops.yaml:775: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_403,
+        .call = error_softmax_506,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:542: is_floating(result_dtype)",
+        .what = "ops.yaml:800: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_409,
+        .call = error_log_softmax_512,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:535: dtype of self",
+        .what = "ops.yaml:793: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_410,
+        .call = error_log_softmax_513,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:535: dim out of range",
+        .what = "ops.yaml:793: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_411,
+        .call = error_log_softmax_514,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:560: grad_output.dim == output.dim",
+        .what = "ops.yaml:818: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_415,
+        .call = error_softmax_backward_data_518,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:553: dtype of grad_output",
+        .what = "ops.yaml:811: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_416,
+        .call = error_softmax_backward_data_519,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:553: dim out of range",
+        .what = "ops.yaml:811: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_417,
+        .call = error_softmax_backward_data_520,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:577: grad_output.dim == output.dim",
+        .what = "ops.yaml:835: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_421,
+        .call = error_log_softmax_backward_data_524,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:570: dtype of grad_output",
+        .what = "ops.yaml:828: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_422,
+        .call = error_log_softmax_backward_data_525,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:570: dim out of range",
+        .what = "ops.yaml:828: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_423,
+        .call = error_log_softmax_backward_data_526,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:660: is_floating(result_dtype)",
+        .what = "ops.yaml:918: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_429,
+        .call = error_rand_532,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:671: is_floating(result_dtype)",
+        .what = "ops.yaml:929: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_431,
+        .call = error_randn_534,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
