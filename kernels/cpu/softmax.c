@@ -104,10 +104,11 @@ row_f32(float *out, const float *x, int64_t n, kind k)
         for (int64_t i = 0; i < n; i++)
             out[i] *= inv;
     } else {
-        float lse = m + logf(row_expsum_f32(NULL, x, n, m));
+        /* (x - max) - log(sum), in this order: max + log(sum) would round at large max */
+        float ls = logf(row_expsum_f32(NULL, x, n, m));
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)
-            out[i] = x[i] - lse;
+            out[i] = (x[i] - m) - ls;
     }
 }
 
@@ -146,7 +147,7 @@ cols_f32(float *out, const float *x, int64_t n, int64_t inner, int64_t w, kind k
         }
     }
     for (int64_t j = 0; j < w; j++)
-        sm[j] = k == SOFTMAX ? 1.0f / sm[j] : mx[j] + logf(sm[j]);
+        sm[j] = k == SOFTMAX ? 1.0f / sm[j] : logf(sm[j]);
     for (int64_t i = 0; i < n; i++) {
         const float *r = x + i * inner;
         float *o = out + i * inner;
@@ -157,7 +158,7 @@ cols_f32(float *out, const float *x, int64_t n, int64_t inner, int64_t w, kind k
         } else {
 #pragma omp simd
             for (int64_t j = 0; j < w; j++)
-                o[j] = r[j] - sm[j];
+                o[j] = (r[j] - mx[j]) - sm[j];
         }
     }
 }
@@ -183,11 +184,11 @@ cols_f64(double *out, const double *x, int64_t n, int64_t inner, int64_t w, kind
             sm[j] += e;
         }
     for (int64_t j = 0; j < w; j++)
-        sm[j] = k == SOFTMAX ? 1.0 / sm[j] : mx[j] + log(sm[j]);
+        sm[j] = k == SOFTMAX ? 1.0 / sm[j] : log(sm[j]);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < w; j++)
             out[i * inner + j] =
-                k == SOFTMAX ? out[i * inner + j] * sm[j] : x[i * inner + j] - sm[j];
+                k == SOFTMAX ? out[i * inner + j] * sm[j] : (x[i * inner + j] - mx[j]) - sm[j];
 }
 
 /* ---------------------------------------------------------------- backward rows and blocks */
