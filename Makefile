@@ -162,6 +162,7 @@ test-asan:
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
 bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/overhead.sh $(BUILD)
+	$(Q)bench/reduce.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench

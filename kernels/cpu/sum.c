@@ -172,6 +172,44 @@ rows_f32(acc *sums, const char *x, int64_t n, int64_t stride)
         sums[j].f += *(const float *)(x + j * stride);
 }
 
+/* f32 columns down a run of m rows (the outer reduction): 64 columns at a time held in float
+ * registers over runs of F32_RUN rows, then added into the double accumulators, instead of a
+ * load, widen, add and store of a double accumulator per element and row. */
+#ifndef ROWS_RUN
+#define ROWS_RUN 16 /* rows per register run: few enough streams for the prefetchers */
+#endif
+
+static void
+rows_block_f32(acc *sums, const char *x, int64_t n, int64_t stride, int64_t m, int64_t row_stride)
+{
+    if (stride != sizeof(float)) {
+        for (int64_t r = 0; r < m; r++)
+            rows_f32(sums, x + r * row_stride, n, stride);
+        return;
+    }
+    for (int64_t r0 = 0; r0 < m; r0 += ROWS_RUN) {
+        int64_t rn = m - r0 < ROWS_RUN ? m - r0 : ROWS_RUN;
+        const char *xb = x + r0 * row_stride;
+        int64_t j = 0;
+        for (; j + 64 <= n; j += 64) {
+            __m256 a[8];
+            for (int k = 0; k < 8; k++)
+                a[k] = _mm256_setzero_ps();
+            const char *p = xb + j * (int64_t)sizeof(float);
+            for (int64_t r = 0; r < rn; r++, p += row_stride)
+                for (int k = 0; k < 8; k++)
+                    a[k] = _mm256_add_ps(a[k], _mm256_loadu_ps((const float *)p + 8 * k));
+            float part[64];
+            for (int k = 0; k < 8; k++)
+                _mm256_storeu_ps(part + 8 * k, a[k]);
+            for (int k = 0; k < 64; k++)
+                sums[j + k].f += part[k];
+        }
+        for (int64_t r = 0; r < rn && j < n; r++)
+            rows_f32(sums + j, xb + r * row_stride + j * (int64_t)sizeof(float), n - j, stride);
+    }
+}
+
 static void
 rows_f16(acc *sums, const char *x, int64_t n, int64_t stride)
 {
@@ -254,6 +292,11 @@ sum_loops(yt__reduce_row_fn row, yt__reduce_rows_fn rows, bool floating, double 
 static yt__reduce_loops
 loops_for(yt_dtype dtype, double divisor)
 {
+    if (dtype == YT_DTYPE_F32) {
+        yt__reduce_loops l = sum_loops(row_f32, rows_f32, true, divisor);
+        l.rows_block = rows_block_f32;
+        return l;
+    }
     switch (dtype) {
     case YT_DTYPE_F64:
         return sum_loops(row_f64, rows_f64, true, divisor);

@@ -58,6 +58,15 @@ yt__hmax8(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+static inline float
+yt__hmin8(__m256 v)
+{
+    __m128 s = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_min_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
 /* Scalar e^x through the same polynomial, for loop tails: results do not depend on alignment. */
 static inline float
 yt__exp1(float x)
