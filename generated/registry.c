@@ -187,7 +187,8 @@ static const op_info registry[] = {
     },
     {
         .schema = "all(Tensor self) -> Tensor",
-        .doc = "Whether every element is nonzero (true for an empty tensor); the result is bool.",
+        .doc =
+            "Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8 input, as in PyTorch).",
     },
     {
         .schema = "all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
@@ -196,7 +197,8 @@ static const op_info registry[] = {
     },
     {
         .schema = "any(Tensor self) -> Tensor",
-        .doc = "Whether any element is nonzero (false for an empty tensor); the result is bool.",
+        .doc =
+            "Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input, as in PyTorch).",
     },
     {
         .schema = "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",

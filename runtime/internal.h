@@ -196,6 +196,8 @@ YT_INTERNAL yt_status yt__copy_into(yt_tensor *dst, yt_tensor *src);
 /* Result shape of a reduction over `dim` (already wrapped; dim_len 0 means all dims). */
 YT_INTERNAL yt_status yt__shape_reduce(yt_shape *out, const char *op, yt_tensor *self,
                                        const int64_t *dim, int dim_len, bool keepdim);
+/* Result dtype of all/any: u8 for u8 inputs (as PyTorch), bool otherwise. */
+YT_INTERNAL yt_dtype yt__dtype_logical(yt_tensor *self);
 /* Result shape of a reduction over one `dim` (not yet wrapped; YT_NONE: every dim, keepdim
  * giving all sizes 1). Errors: dim out of range. */
 YT_INTERNAL yt_status yt__shape_reduce_dim(yt_shape *out, const char *op, yt_tensor *self,
@@ -337,6 +339,7 @@ typedef struct yt_saved {
     yt_tensor *tensor;
     uint64_t version; /* storage version when saved */
     bool is_output;
+    bool defined; /* false: an optional tensor that was not given (None) */
     int output_nr;
 } yt_saved;
 
@@ -346,6 +349,8 @@ YT_INTERNAL yt_status yt__saved_init(yt_saved *saved, yt_tensor *t, bool is_outp
  * 1") or already freed by an earlier backward. `owner` re-attaches saved outputs. */
 YT_INTERNAL yt_tensor *yt__saved_unpack(yt_saved *saved, yt_node *owner, const char *name);
 YT_INTERNAL void yt__saved_release(yt_saved *saved);
+/* yt__saved_unpack for a Tensor? argument: NULL without an error when it was saved as None. */
+YT_INTERNAL yt_tensor *yt__saved_unpack_optional(yt_saved *saved, yt_node *owner, const char *name);
 
 /* ---------------------------------------------------------------- random numbers */
 

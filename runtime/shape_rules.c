@@ -191,3 +191,9 @@ yt__shape_reduce_dim(yt_shape *out, const char *op, yt_tensor *self, int64_t dim
         return yt_errcode();
     return yt__shape_reduce(out, op, self, &dim, self->dim > 0 ? 1 : 0, keepdim);
 }
+
+yt_dtype
+yt__dtype_logical(yt_tensor *self)
+{
+    return self->dtype == YT_DTYPE_U8 ? YT_DTYPE_U8 : YT_DTYPE_BOOL;
+}
