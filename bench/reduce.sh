@@ -1,7 +1,7 @@
 #!/bin/sh
 # Reductions and softmax, yaten (bench/reduce.c) against PyTorch (bench/reduce_torch.py, Python
 # API, so its times include ~5-10 us of Python dispatch per call: small cases favour yaten). Runs
-# the two interleaved, three rounds each, at 1 and 2 threads, and prints the best median of each
+# the two interleaved, three rounds each, at 1 and 2 threads, and prints the best time of each
 # case with the ratio torch / yaten (>= 1 means yaten is as fast or faster).
 # Usage: bench/reduce.sh BUILD_DIR
 set -eu

@@ -374,3 +374,33 @@ Test(norm, orders_and_zero_gradient)
     yt_release(t);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* f32 sums add in float registers over short runs (rows and columns) and in double beyond: the
+ * result stays within a few float ulps of the exact (f64) sum for long rows and columns. */
+Test(sum, f32_accuracy_both_layouts)
+{
+    int64_t sizes[] = {1000, 777};
+    int64_t n = sizes[0] * sizes[1];
+    double *x = malloc(sizeof(double) * (size_t)n);
+    uint64_t s = 3;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (double)(s >> 11) / 9007199254740992.0 + 0.5; /* [0.5, 1.5): no cancellation */
+    }
+    yt_tensor *t32 = make(x, sizes, 2, YT_DTYPE_F32);
+    yt_tensor *t64 = yt_to(t32, YT_DTYPE_F64);
+    double *got = malloc(sizeof(double) * 1000), *want = malloc(sizeof(double) * 1000);
+    for (int64_t d = 0; d < 2; d++) {
+        int64_t m = sizes[1 - d];
+        take(yt_sum_dim(t32, &d, 1), got, m);
+        take(yt_sum_dim(t64, &d, 1), want, m);
+        expect_near(got, want, m, 1e-6);
+    }
+    cr_assert_float_eq(one(yt_sum(t32)), one(yt_sum(t64)), 1e-6 * (double)n);
+    yt_release(t64);
+    yt_release(t32);
+    free(x);
+    free(got);
+    free(want);
+    YT_ASSERT_NO_LEAKS();
+}
