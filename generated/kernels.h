@@ -341,6 +341,9 @@ YT_INTERNAL yt_tensor *yt__composite_cumsum_backward(yt_tensor *grad, int64_t di
 YT_INTERNAL yt_tensor *yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
                                                    yt_tensor *output, const int64_t *dim,
                                                    int dim_len, bool keepdim);
+YT_INTERNAL yt_tensor *
+yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                                 const int64_t *sizes, int sizes_len, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_tensor *yt__view_t(yt_tensor *self);
 YT_INTERNAL yt_tensor *yt__view_transpose_int(yt_tensor *self, int64_t dim0, int64_t dim1);

@@ -12,7 +12,7 @@
 #endif
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:589; backward from derivatives.yaml:113 */
+ * from ops.yaml:596; backward from derivatives.yaml:113 */
 yt_tensor *
 yt_mm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -65,7 +65,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:589; backward from derivatives.yaml:113 */
+ * from ops.yaml:596; backward from derivatives.yaml:113 */
 yt_status
 yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -133,7 +133,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:610 */
+ * from ops.yaml:617 */
 yt_tensor *
 yt_matmul(yt_tensor *self, yt_tensor *other)
 {

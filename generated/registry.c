@@ -258,6 +258,12 @@ static const op_info registry[] = {
         .doc = "Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.",
     },
     {
+        .schema =
+            "value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor",
+        .doc =
+            "Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.",
+    },
+    {
         .schema = "mm(Tensor self, Tensor mat2) -> Tensor",
         .doc =
             "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.",

@@ -6966,7 +6966,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:604 sample 0",
+        .where = "ops.yaml:611 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -6978,7 +6978,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:604 sample 1",
+        .where = "ops.yaml:611 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -6992,7 +6992,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:604 sample 2",
+        .where = "ops.yaml:611 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -7004,7 +7004,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:604 sample 3",
+        .where = "ops.yaml:611 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -7016,7 +7016,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:622 sample 0",
+        .where = "ops.yaml:629 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -7028,7 +7028,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:622 sample 1",
+        .where = "ops.yaml:629 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -7040,7 +7040,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:622 sample 2",
+        .where = "ops.yaml:629 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -7052,7 +7052,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:622 sample 3",
+        .where = "ops.yaml:629 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -7064,7 +7064,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:622 sample 4",
+        .where = "ops.yaml:629 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -7076,7 +7076,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:640 sample 0",
+        .where = "ops.yaml:647 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_t_468,
@@ -7087,7 +7087,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:640 sample 1",
+        .where = "ops.yaml:647 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_t_469,
@@ -7098,7 +7098,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:651 sample 0",
+        .where = "ops.yaml:658 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_471,
@@ -7109,7 +7109,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:651 sample 1",
+        .where = "ops.yaml:658 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_472,
@@ -7120,7 +7120,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:665 sample 0",
+        .where = "ops.yaml:672 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_permute_475,
@@ -7131,7 +7131,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:674 sample 0",
+        .where = "ops.yaml:681 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_478,
@@ -7142,7 +7142,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:674 sample 1",
+        .where = "ops.yaml:681 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_479,
@@ -7153,7 +7153,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:684 sample 0",
+        .where = "ops.yaml:691 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reshape_480,
@@ -7164,7 +7164,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:684 sample 1",
+        .where = "ops.yaml:691 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -7176,7 +7176,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:694 sample 0",
+        .where = "ops.yaml:701 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_expand_482,
@@ -7187,7 +7187,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:694 sample 1",
+        .where = "ops.yaml:701 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_expand_483,
@@ -7198,7 +7198,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:704 sample 0",
+        .where = "ops.yaml:711 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_484,
@@ -7209,7 +7209,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:714 sample 0",
+        .where = "ops.yaml:721 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_485,
@@ -7220,7 +7220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:714 sample 1",
+        .where = "ops.yaml:721 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_486,
@@ -7231,7 +7231,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:725 sample 0",
+        .where = "ops.yaml:732 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_488,
@@ -7242,7 +7242,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:725 sample 1",
+        .where = "ops.yaml:732 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_489,
@@ -7253,7 +7253,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:739 sample 0",
+        .where = "ops.yaml:746 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_491,
@@ -7264,7 +7264,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:739 sample 1",
+        .where = "ops.yaml:746 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_492,
@@ -7275,7 +7275,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:750 sample 0",
+        .where = "ops.yaml:757 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_495,
@@ -7286,7 +7286,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:750 sample 1",
+        .where = "ops.yaml:757 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_496,
@@ -7297,7 +7297,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:760 sample 0",
+        .where = "ops.yaml:767 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -7309,7 +7309,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:786 sample 0",
+        .where = "ops.yaml:793 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_499,
@@ -7320,7 +7320,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:786 sample 1",
+        .where = "ops.yaml:793 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_500,
@@ -7331,7 +7331,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:786 sample 2",
+        .where = "ops.yaml:793 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -7343,7 +7343,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:786 sample 3",
+        .where = "ops.yaml:793 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_502,
@@ -7354,7 +7354,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:786 sample 4",
+        .where = "ops.yaml:793 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_503,
@@ -7365,7 +7365,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:804 sample 0",
+        .where = "ops.yaml:811 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_507,
@@ -7376,7 +7376,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:804 sample 1",
+        .where = "ops.yaml:811 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_508,
@@ -7387,7 +7387,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:804 sample 2",
+        .where = "ops.yaml:811 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -7399,7 +7399,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:804 sample 3",
+        .where = "ops.yaml:811 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_510,
@@ -7410,7 +7410,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:804 sample 4",
+        .where = "ops.yaml:811 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_511,
@@ -7421,7 +7421,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:822 sample 0",
+        .where = "ops.yaml:829 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -7433,7 +7433,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:822 sample 1",
+        .where = "ops.yaml:829 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -7445,7 +7445,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:822 sample 2",
+        .where = "ops.yaml:829 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -7461,7 +7461,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:839 sample 0",
+        .where = "ops.yaml:846 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -7473,7 +7473,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:839 sample 1",
+        .where = "ops.yaml:846 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -7485,7 +7485,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:839 sample 2",
+        .where = "ops.yaml:846 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -7501,7 +7501,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:874 sample 0",
+        .where = "ops.yaml:881 sample 0",
         .n_inputs = 0,
         .call = call_zeros_527,
         .call_inplace = NULL,
@@ -7511,7 +7511,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:882 sample 0",
+        .where = "ops.yaml:889 sample 0",
         .n_inputs = 0,
         .call = call_ones_528,
         .call_inplace = NULL,
@@ -7521,7 +7521,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:890 sample 0",
+        .where = "ops.yaml:897 sample 0",
         .n_inputs = 0,
         .call = call_full_529,
         .call_inplace = NULL,
@@ -7531,7 +7531,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:905 sample 0",
+        .where = "ops.yaml:912 sample 0",
         .n_inputs = 0,
         .call = call_arange_530,
         .call_inplace = NULL,
@@ -7541,7 +7541,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:913 sample 0",
+        .where = "ops.yaml:920 sample 0",
         .n_inputs = 0,
         .call = call_rand_531,
         .call_inplace = NULL,
@@ -7551,7 +7551,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:924 sample 0",
+        .where = "ops.yaml:931 sample 0",
         .n_inputs = 0,
         .call = call_randn_533,
         .call_inplace = NULL,
@@ -7561,7 +7561,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:943 sample 0",
+        .where = "ops.yaml:950 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_535,
@@ -7572,7 +7572,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:943 sample 1",
+        .where = "ops.yaml:950 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_536,
@@ -7943,7 +7943,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:595: self.dim == 2",
+        .what = "ops.yaml:602: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -7953,7 +7953,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:597: mat2.dim == 2",
+        .what = "ops.yaml:604: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -7963,7 +7963,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:599: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:606: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -7973,7 +7973,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:589: dtype of self",
+        .what = "ops.yaml:596: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -7983,7 +7983,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:616: self.dim >= 1",
+        .what = "ops.yaml:623: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -7993,7 +7993,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:618: other.dim >= 1",
+        .what = "ops.yaml:625: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -8003,7 +8003,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:610: dtype of self",
+        .what = "ops.yaml:617: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -8013,7 +8013,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "t",
-        .what = "ops.yaml:636: self.dim <= 2",
+        .what = "ops.yaml:643: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_t_470,
@@ -8022,7 +8022,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:644: dim0 out of range",
+        .what = "ops.yaml:651: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_473,
@@ -8031,7 +8031,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:644: dim1 out of range",
+        .what = "ops.yaml:651: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_474,
@@ -8040,7 +8040,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:661: len(dims) == self.dim",
+        .what = "ops.yaml:668: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_permute_476,
@@ -8049,7 +8049,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:655: dims out of range",
+        .what = "ops.yaml:662: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_permute_477,
@@ -8058,7 +8058,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:707: dim out of range",
+        .what = "ops.yaml:714: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = error_squeeze_dim_487,
@@ -8067,7 +8067,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:718: dim out of range",
+        .what = "ops.yaml:725: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_unsqueeze_490,
@@ -8076,7 +8076,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:735: step > 0",
+        .what = "ops.yaml:742: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_493,
@@ -8085,7 +8085,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:729: dim out of range",
+        .what = "ops.yaml:736: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_494,
@@ -8094,7 +8094,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "select",
-        .what = "ops.yaml:743: dim out of range",
+        .what = "ops.yaml:750: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_select_497,
@@ -8103,7 +8103,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:782: is_floating(result_dtype)",
+        .what = "ops.yaml:789: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_504,
@@ -8112,7 +8112,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:775: dtype of self",
+        .what = "ops.yaml:782: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_softmax_505,
@@ -8121,7 +8121,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:775: dim out of range",
+        .what = "ops.yaml:782: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_506,
@@ -8130,7 +8130,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:800: is_floating(result_dtype)",
+        .what = "ops.yaml:807: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_512,
@@ -8139,7 +8139,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:793: dtype of self",
+        .what = "ops.yaml:800: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_log_softmax_513,
@@ -8148,7 +8148,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:793: dim out of range",
+        .what = "ops.yaml:800: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_514,
@@ -8157,7 +8157,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:818: grad_output.dim == output.dim",
+        .what = "ops.yaml:825: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -8167,7 +8167,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:811: dtype of grad_output",
+        .what = "ops.yaml:818: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -8177,7 +8177,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:811: dim out of range",
+        .what = "ops.yaml:818: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -8187,7 +8187,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:835: grad_output.dim == output.dim",
+        .what = "ops.yaml:842: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -8197,7 +8197,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:828: dtype of grad_output",
+        .what = "ops.yaml:835: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -8207,7 +8207,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:828: dim out of range",
+        .what = "ops.yaml:835: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -8217,7 +8217,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:918: is_floating(result_dtype)",
+        .what = "ops.yaml:925: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_532,
         .expect = 0,
@@ -8225,7 +8225,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:929: is_floating(result_dtype)",
+        .what = "ops.yaml:936: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_534,
         .expect = 0,

@@ -1149,147 +1149,147 @@ def case_188(self):
 
 
 def case_189(self, mat2):
-    """mm (ops.yaml:604 sample 0)"""
+    """mm (ops.yaml:611 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_190(self, mat2):
-    """mm (ops.yaml:604 sample 1)"""
+    """mm (ops.yaml:611 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_191(self, mat2):
-    """mm (ops.yaml:604 sample 2)"""
+    """mm (ops.yaml:611 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_192(self, mat2):
-    """mm (ops.yaml:604 sample 3)"""
+    """mm (ops.yaml:611 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_193(self, other):
-    """matmul (ops.yaml:622 sample 0)"""
+    """matmul (ops.yaml:629 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_194(self, other):
-    """matmul (ops.yaml:622 sample 1)"""
+    """matmul (ops.yaml:629 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_195(self, other):
-    """matmul (ops.yaml:622 sample 2)"""
+    """matmul (ops.yaml:629 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_196(self, other):
-    """matmul (ops.yaml:622 sample 3)"""
+    """matmul (ops.yaml:629 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_197(self, other):
-    """matmul (ops.yaml:622 sample 4)"""
+    """matmul (ops.yaml:629 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_198(self):
-    """t (ops.yaml:640 sample 0)"""
+    """t (ops.yaml:647 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_199(self):
-    """t (ops.yaml:640 sample 1)"""
+    """t (ops.yaml:647 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_200(self):
-    """transpose (ops.yaml:651 sample 0)"""
+    """transpose (ops.yaml:658 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_201(self):
-    """transpose (ops.yaml:651 sample 1)"""
+    """transpose (ops.yaml:658 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_202(self):
-    """permute (ops.yaml:665 sample 0)"""
+    """permute (ops.yaml:672 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_203(self):
-    """view (ops.yaml:674 sample 0)"""
+    """view (ops.yaml:681 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_204(self):
-    """view (ops.yaml:674 sample 1)"""
+    """view (ops.yaml:681 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_205(self):
-    """reshape (ops.yaml:684 sample 0)"""
+    """reshape (ops.yaml:691 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_206(self):
-    """reshape (ops.yaml:684 sample 1)"""
+    """reshape (ops.yaml:691 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_207(self):
-    """expand (ops.yaml:694 sample 0)"""
+    """expand (ops.yaml:701 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_208(self):
-    """expand (ops.yaml:694 sample 1)"""
+    """expand (ops.yaml:701 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_209(self):
-    """squeeze (ops.yaml:704 sample 0)"""
+    """squeeze (ops.yaml:711 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_210(self):
-    """squeeze.dim (ops.yaml:714 sample 0)"""
+    """squeeze.dim (ops.yaml:721 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_211(self):
-    """squeeze.dim (ops.yaml:714 sample 1)"""
+    """squeeze.dim (ops.yaml:721 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_212(self):
-    """unsqueeze (ops.yaml:725 sample 0)"""
+    """unsqueeze (ops.yaml:732 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_213(self):
-    """unsqueeze (ops.yaml:725 sample 1)"""
+    """unsqueeze (ops.yaml:732 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_214(self):
-    """slice (ops.yaml:739 sample 0)"""
+    """slice (ops.yaml:746 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -1298,7 +1298,7 @@ def case_214(self):
 
 
 def case_215(self):
-    """slice (ops.yaml:739 sample 1)"""
+    """slice (ops.yaml:746 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -1307,132 +1307,132 @@ def case_215(self):
 
 
 def case_216(self):
-    """select (ops.yaml:750 sample 0)"""
+    """select (ops.yaml:757 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_217(self):
-    """select (ops.yaml:750 sample 1)"""
+    """select (ops.yaml:757 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_218(self):
-    """contiguous (ops.yaml:760 sample 0)"""
+    """contiguous (ops.yaml:767 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
 def case_219(self):
-    """softmax.int (ops.yaml:786 sample 0)"""
+    """softmax.int (ops.yaml:793 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_220(self):
-    """softmax.int (ops.yaml:786 sample 1)"""
+    """softmax.int (ops.yaml:793 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_221(self):
-    """softmax.int (ops.yaml:786 sample 2)"""
+    """softmax.int (ops.yaml:793 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_222(self):
-    """softmax.int (ops.yaml:786 sample 3)"""
+    """softmax.int (ops.yaml:793 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_223(self):
-    """softmax.int (ops.yaml:786 sample 4)"""
+    """softmax.int (ops.yaml:793 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_224(self):
-    """log_softmax.int (ops.yaml:804 sample 0)"""
+    """log_softmax.int (ops.yaml:811 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_225(self):
-    """log_softmax.int (ops.yaml:804 sample 1)"""
+    """log_softmax.int (ops.yaml:811 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_226(self):
-    """log_softmax.int (ops.yaml:804 sample 2)"""
+    """log_softmax.int (ops.yaml:811 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_227(self):
-    """log_softmax.int (ops.yaml:804 sample 3)"""
+    """log_softmax.int (ops.yaml:811 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_228(self):
-    """log_softmax.int (ops.yaml:804 sample 4)"""
+    """log_softmax.int (ops.yaml:811 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_229(grad_output, output):
-    """softmax_backward_data (ops.yaml:822 sample 0)"""
+    """softmax_backward_data (ops.yaml:829 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_230(grad_output, output):
-    """softmax_backward_data (ops.yaml:822 sample 1)"""
+    """softmax_backward_data (ops.yaml:829 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_231(grad_output, output):
-    """softmax_backward_data (ops.yaml:822 sample 2)"""
+    """softmax_backward_data (ops.yaml:829 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_232(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:839 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:846 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_233(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:839 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:846 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_234(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:839 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:846 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_235():
-    """zeros (ops.yaml:874 sample 0)"""
+    """zeros (ops.yaml:881 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -1440,7 +1440,7 @@ def case_235():
 
 
 def case_236():
-    """ones (ops.yaml:882 sample 0)"""
+    """ones (ops.yaml:889 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -1448,7 +1448,7 @@ def case_236():
 
 
 def case_237():
-    """full (ops.yaml:890 sample 0)"""
+    """full (ops.yaml:897 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1457,7 +1457,7 @@ def case_237():
 
 
 def case_238():
-    """arange (ops.yaml:905 sample 0)"""
+    """arange (ops.yaml:912 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1467,7 +1467,7 @@ def case_238():
 
 
 def case_239():
-    """rand (ops.yaml:913 sample 0)"""
+    """rand (ops.yaml:920 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -1475,7 +1475,7 @@ def case_239():
 
 
 def case_240():
-    """randn (ops.yaml:924 sample 0)"""
+    """randn (ops.yaml:931 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -1483,13 +1483,13 @@ def case_240():
 
 
 def case_241(self):
-    """sum_to (ops.yaml:943 sample 0)"""
+    """sum_to (ops.yaml:950 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_242(self):
-    """sum_to (ops.yaml:943 sample 1)"""
+    """sum_to (ops.yaml:950 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -2062,166 +2062,166 @@ CASES = [
     dict(op="linalg_vector_norm", where="ops.yaml:545 sample 3", fn=case_188, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:604 sample 0", fn=case_189, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:611 sample 0", fn=case_189, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:604 sample 1", fn=case_190, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:611 sample 1", fn=case_190, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:604 sample 2", fn=case_191, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:611 sample 2", fn=case_191, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:604 sample 3", fn=case_192, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:611 sample 3", fn=case_192, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:622 sample 0", fn=case_193, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:629 sample 0", fn=case_193, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:622 sample 1", fn=case_194, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:629 sample 1", fn=case_194, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:622 sample 2", fn=case_195, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:629 sample 2", fn=case_195, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:622 sample 3", fn=case_196, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:629 sample 3", fn=case_196, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:622 sample 4", fn=case_197, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:629 sample 4", fn=case_197, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:640 sample 0", fn=case_198, tensors=["self"],
+    dict(op="t", where="ops.yaml:647 sample 0", fn=case_198, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:640 sample 1", fn=case_199, tensors=["self"],
+    dict(op="t", where="ops.yaml:647 sample 1", fn=case_199, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:651 sample 0", fn=case_200, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:658 sample 0", fn=case_200, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:651 sample 1", fn=case_201, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:658 sample 1", fn=case_201, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:665 sample 0", fn=case_202, tensors=["self"],
+    dict(op="permute", where="ops.yaml:672 sample 0", fn=case_202, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:674 sample 0", fn=case_203, tensors=["self"],
+    dict(op="view", where="ops.yaml:681 sample 0", fn=case_203, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:674 sample 1", fn=case_204, tensors=["self"],
+    dict(op="view", where="ops.yaml:681 sample 1", fn=case_204, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:684 sample 0", fn=case_205, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:691 sample 0", fn=case_205, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:684 sample 1", fn=case_206, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:691 sample 1", fn=case_206, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:694 sample 0", fn=case_207, tensors=["self"],
+    dict(op="expand", where="ops.yaml:701 sample 0", fn=case_207, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:694 sample 1", fn=case_208, tensors=["self"],
+    dict(op="expand", where="ops.yaml:701 sample 1", fn=case_208, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:704 sample 0", fn=case_209, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:711 sample 0", fn=case_209, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:714 sample 0", fn=case_210, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:721 sample 0", fn=case_210, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:714 sample 1", fn=case_211, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:721 sample 1", fn=case_211, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:725 sample 0", fn=case_212, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:732 sample 0", fn=case_212, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:725 sample 1", fn=case_213, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:732 sample 1", fn=case_213, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:739 sample 0", fn=case_214, tensors=["self"],
+    dict(op="slice", where="ops.yaml:746 sample 0", fn=case_214, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:739 sample 1", fn=case_215, tensors=["self"],
+    dict(op="slice", where="ops.yaml:746 sample 1", fn=case_215, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:750 sample 0", fn=case_216, tensors=["self"],
+    dict(op="select", where="ops.yaml:757 sample 0", fn=case_216, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:750 sample 1", fn=case_217, tensors=["self"],
+    dict(op="select", where="ops.yaml:757 sample 1", fn=case_217, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:760 sample 0", fn=case_218, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:767 sample 0", fn=case_218, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:786 sample 0", fn=case_219, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:793 sample 0", fn=case_219, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:786 sample 1", fn=case_220, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:793 sample 1", fn=case_220, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:786 sample 2", fn=case_221, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:793 sample 2", fn=case_221, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:786 sample 3", fn=case_222, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:793 sample 3", fn=case_222, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:786 sample 4", fn=case_223, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:793 sample 4", fn=case_223, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:804 sample 0", fn=case_224, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:811 sample 0", fn=case_224, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:804 sample 1", fn=case_225, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:811 sample 1", fn=case_225, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:804 sample 2", fn=case_226, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:811 sample 2", fn=case_226, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:804 sample 3", fn=case_227, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:811 sample 3", fn=case_227, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:804 sample 4", fn=case_228, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:811 sample 4", fn=case_228, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:822 sample 0", fn=case_229, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:829 sample 0", fn=case_229, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:822 sample 1", fn=case_230, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:829 sample 1", fn=case_230, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:822 sample 2", fn=case_231, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:829 sample 2", fn=case_231, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:839 sample 0", fn=case_232, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:846 sample 0", fn=case_232, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:839 sample 1", fn=case_233, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:846 sample 1", fn=case_233, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:839 sample 2", fn=case_234, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:846 sample 2", fn=case_234, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:874 sample 0", fn=case_235, tensors=[],
+    dict(op="zeros", where="ops.yaml:881 sample 0", fn=case_235, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:882 sample 0", fn=case_236, tensors=[],
+    dict(op="ones", where="ops.yaml:889 sample 0", fn=case_236, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:890 sample 0", fn=case_237, tensors=[],
+    dict(op="full", where="ops.yaml:897 sample 0", fn=case_237, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:905 sample 0", fn=case_238, tensors=[],
+    dict(op="arange", where="ops.yaml:912 sample 0", fn=case_238, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:913 sample 0", fn=case_239, tensors=[],
+    dict(op="rand", where="ops.yaml:920 sample 0", fn=case_239, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:924 sample 0", fn=case_240, tensors=[],
+    dict(op="randn", where="ops.yaml:931 sample 0", fn=case_240, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:943 sample 0", fn=case_241, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:950 sample 0", fn=case_241, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:943 sample 1", fn=case_242, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:950 sample 1", fn=case_242, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
 ]

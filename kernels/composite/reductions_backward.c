@@ -310,3 +310,42 @@ yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_
     yt_release(sign);
     return result;
 }
+
+/* Gradient of max.dim/min.dim: grad (with `dim` restored) times the one-hot mask
+ * arange(sizes[dim]) == indices, broadcast to `sizes`. A product, so it is differentiable in
+ * grad, and no index can land out of range. */
+yt_tensor *
+yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                                 const int64_t *sizes, int sizes_len, bool keepdim)
+{
+    if (sizes_len == 0) /* a 0-d input: the gradient is grad itself */
+        return yt_mul_scalar(grad, yt_int(1));
+    int64_t d = dim;
+    if (yt__wrap_dim(&d, sizes_len, "value_selecting_reduction_backward", "dim") != YT_OK)
+        return NULL;
+    bool reduced[YT_MAX_DIM] = {false};
+    reduced[d] = true;
+    yt_tensor *g = restore_reduced_dims(grad, reduced, 1, sizes_len, keepdim,
+                                        "value_selecting_reduction_backward", "grad");
+    yt_tensor *idx = g == NULL
+                         ? NULL
+                         : restore_reduced_dims(indices, reduced, 1, sizes_len, keepdim,
+                                                "value_selecting_reduction_backward", "indices");
+    int64_t shape[YT_MAX_DIM];
+    for (int i = 0; i < sizes_len; i++)
+        shape[i] = i == d ? sizes[d] : 1;
+    yt_tensor *ar = idx == NULL ? NULL
+                                : yt_arange_ex(yt_int(0), yt_int(sizes[d]), yt_int(1), YT_DTYPE_I64,
+                                               YT_DEVICE_CPU);
+    yt_tensor *col = yt_view(ar, shape, sizes_len);
+    yt_tensor *hit = yt_eq(col, idx);
+    yt_tensor *mask = yt_to(hit, yt_tensor_dtype(grad));
+    yt_tensor *result = yt_mul(g, mask); /* g: sizes with 1 at d; mask: sizes[d] at d */
+    yt_release(mask);
+    yt_release(hit);
+    yt_release(col);
+    yt_release(ar);
+    yt_release(idx);
+    yt_release(g);
+    return result;
+}

@@ -145,3 +145,17 @@ yt__cpu_argmin(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim)
     (void)keepdim;
     return yt__index_reduce(NULL, result, self, dim, true, "argmin");
 }
+
+yt_status
+yt__cpu_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    (void)keepdim;
+    return yt__index_reduce(values, indices, self, dim, false, "max");
+}
+
+yt_status
+yt__cpu_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    (void)keepdim;
+    return yt__index_reduce(values, indices, self, dim, true, "min");
+}

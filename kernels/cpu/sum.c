@@ -55,7 +55,7 @@ row_f64(acc *sum, const char *x, int64_t n, int64_t stride)
  * elements per run: no worse than a pairwise sum over so few terms) and in double across runs.
  * Widening every element to double halved the vector width and made the loop compute-bound at
  * ~0.4x of memory speed. */
-#define F32_RUN 256
+#define F32_RUN 1024
 
 static void
 row_f32(acc *sum, const char *x, int64_t n, int64_t stride)

@@ -404,3 +404,22 @@ Test(sum, f32_accuracy_both_layouts)
     free(want);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* The backward of max.dim/min.dim puts each gradient at its index along dim, zeros elsewhere. */
+Test(reduce, value_selecting_reduction_backward)
+{
+    double g[] = {10, 20};
+    double idx[] = {2, 0};
+    yt_tensor *grad = vec(g, 2, YT_DTYPE_F64);
+    yt_tensor *indices = vec(idx, 2, YT_DTYPE_I64);
+    int64_t sizes[] = {2, 3};
+    double v[6];
+    take(yt_value_selecting_reduction_backward(grad, 1, indices, sizes, 2, false), v, 6);
+    expect_near(v, (double[]){0, 0, 10, 20, 0, 0}, 6, 0);
+    take(yt_value_selecting_reduction_backward(grad, 0, indices, (int64_t[]){3, 2}, 2, false), v,
+         6);
+    expect_near(v, (double[]){0, 20, 0, 0, 10, 0}, 6, 0);
+    yt_release(indices);
+    yt_release(grad);
+    YT_ASSERT_NO_LEAKS();
+}
