@@ -216,7 +216,7 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:818; backward from derivatives.yaml:225 */
+ * from ops.yaml:967; backward from derivatives.yaml:239 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -272,7 +272,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:835; backward from derivatives.yaml:229 */
+ * from ops.yaml:984; backward from derivatives.yaml:243 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -334,7 +334,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:852 */
+ * from ops.yaml:1001 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -372,7 +372,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:860 */
+ * from ops.yaml:1009 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -414,7 +414,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:868 */
+ * from ops.yaml:1017 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -445,7 +445,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:944 */
+ * from ops.yaml:1093 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -455,6 +455,9 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
         return yt__fail(YT_ERR_VALUE,
                         "sum_to: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
                         YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "sum_to: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_sum_to(self, size, size_len);
     yt__scope_resume();
@@ -462,7 +465,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:955 */
+ * from ops.yaml:1104 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -484,7 +487,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:962 */
+ * from ops.yaml:1111 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -510,7 +513,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:969 */
+ * from ops.yaml:1118 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -550,7 +553,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:976 */
+ * from ops.yaml:1125 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -567,7 +570,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:983 */
+ * from ops.yaml:1132 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -596,7 +599,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:990 */
+ * from ops.yaml:1139 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -631,7 +634,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:997 */
+ * from ops.yaml:1146 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -676,7 +679,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1004; backward from derivatives.yaml:150 */
+ * from ops.yaml:1153; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -718,7 +721,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1012; backward from derivatives.yaml:153 */
+ * from ops.yaml:1161; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -1415,7 +1415,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:782; backward from derivatives.yaml:219 */
+ * from ops.yaml:931; backward from derivatives.yaml:233 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1423,7 +1423,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:782; backward from derivatives.yaml:219 */
+ * from ops.yaml:931; backward from derivatives.yaml:233 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1462,7 +1462,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:800; backward from derivatives.yaml:222 */
+ * from ops.yaml:949; backward from derivatives.yaml:236 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1470,7 +1470,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:800; backward from derivatives.yaml:222 */
+ * from ops.yaml:949; backward from derivatives.yaml:236 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {

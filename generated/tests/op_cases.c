@@ -4266,77 +4266,619 @@ call_matmul_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_465(yt_tensor *const *inputs, void *ctx)
+call_matmul_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_466(yt_tensor *const *inputs, void *ctx)
+call_matmul_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_467(yt_tensor *const *inputs, void *ctx)
+call_matmul_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_468(yt_tensor *const *inputs, void *ctx)
+call_matmul_468(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_469(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_470(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_471(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_472(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_473(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_474(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_475(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_477(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_478(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_479(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_480(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_481(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_bmm_482(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_483(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_484(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_485(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_486(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_487(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_addmm_488(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_489(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_490(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_491(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_492(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_493(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_494(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_495(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_496(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addmm_497(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_498(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_499(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_500(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_501(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_502(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_503(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_baddbmm_504(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_baddbmm_505(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
+                                         yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_506(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_507(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_508(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_509(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_510(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_511(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_512(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_513(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_baddbmm_514(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_515(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_516(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_517(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_518(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_519(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_520(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_521(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_dot_523(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_525(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_526(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_528(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_529(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_530(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_532(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_534(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_535(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_t_536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_469(yt_tensor *const *inputs, void *ctx)
+call_t_537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_470(yt_tensor *const *inputs, void *ctx)
+error_t_538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_471(yt_tensor *const *inputs, void *ctx)
+call_transpose_539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_472(yt_tensor *const *inputs, void *ctx)
+call_transpose_540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_473(yt_tensor *const *inputs, void *ctx)
+error_transpose_541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_474(yt_tensor *const *inputs, void *ctx)
+error_transpose_542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_475(yt_tensor *const *inputs, void *ctx)
+call_permute_543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -4344,7 +4886,7 @@ call_permute_475(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_476(yt_tensor *const *inputs, void *ctx)
+error_permute_544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -4352,7 +4894,7 @@ error_permute_476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_477(yt_tensor *const *inputs, void *ctx)
+error_permute_545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -4360,7 +4902,7 @@ error_permute_477(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_478(yt_tensor *const *inputs, void *ctx)
+call_view_546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -4368,7 +4910,7 @@ call_view_478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_479(yt_tensor *const *inputs, void *ctx)
+call_view_547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -4376,7 +4918,7 @@ call_view_479(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_480(yt_tensor *const *inputs, void *ctx)
+call_reshape_548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -4384,7 +4926,7 @@ call_reshape_480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_481(yt_tensor *const *inputs, void *ctx)
+call_reshape_549(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -4392,7 +4934,7 @@ call_reshape_481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_482(yt_tensor *const *inputs, void *ctx)
+call_expand_550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -4400,7 +4942,7 @@ call_expand_482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_483(yt_tensor *const *inputs, void *ctx)
+call_expand_551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -4408,308 +4950,308 @@ call_expand_483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_484(yt_tensor *const *inputs, void *ctx)
+call_squeeze_552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_485(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_486(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_487(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_488(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_489(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_490(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_491(yt_tensor *const *inputs, void *ctx)
+call_slice_559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_492(yt_tensor *const *inputs, void *ctx)
+call_slice_560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_493(yt_tensor *const *inputs, void *ctx)
+error_slice_561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_494(yt_tensor *const *inputs, void *ctx)
+error_slice_562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_495(yt_tensor *const *inputs, void *ctx)
+call_select_563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_496(yt_tensor *const *inputs, void *ctx)
+call_select_564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_497(yt_tensor *const *inputs, void *ctx)
+error_select_565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_498(yt_tensor *const *inputs, void *ctx)
+call_contiguous_566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_softmax_499(yt_tensor *const *inputs, void *ctx)
+call_softmax_567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_500(yt_tensor *const *inputs, void *ctx)
+call_softmax_568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_501(yt_tensor *const *inputs, void *ctx)
+call_softmax_569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_502(yt_tensor *const *inputs, void *ctx)
+call_softmax_570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_503(yt_tensor *const *inputs, void *ctx)
+call_softmax_571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_504(yt_tensor *const *inputs, void *ctx)
+error_softmax_572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_505(yt_tensor *const *inputs, void *ctx)
+error_softmax_573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_506(yt_tensor *const *inputs, void *ctx)
+error_softmax_574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_507(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_508(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_509(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_510(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_511(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_512(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_513(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_514(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_515(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_516(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_517(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_518(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_519(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_520(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_521(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_522(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_523(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_524(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_525(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_526(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_zeros_527(yt_tensor *const *inputs, void *ctx)
+call_zeros_595(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4718,7 +5260,7 @@ call_zeros_527(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_528(yt_tensor *const *inputs, void *ctx)
+call_ones_596(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4727,7 +5269,7 @@ call_ones_528(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_529(yt_tensor *const *inputs, void *ctx)
+call_full_597(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4736,7 +5278,7 @@ call_full_529(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_530(yt_tensor *const *inputs, void *ctx)
+call_arange_598(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4744,7 +5286,7 @@ call_arange_530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_531(yt_tensor *const *inputs, void *ctx)
+call_rand_599(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4753,7 +5295,7 @@ call_rand_531(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_532(yt_tensor *const *inputs, void *ctx)
+error_rand_600(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4762,7 +5304,7 @@ error_rand_532(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_533(yt_tensor *const *inputs, void *ctx)
+call_randn_601(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4771,7 +5313,7 @@ call_randn_533(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_534(yt_tensor *const *inputs, void *ctx)
+error_randn_602(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4780,7 +5322,7 @@ error_randn_534(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_535(yt_tensor *const *inputs, void *ctx)
+call_sum_to_603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4788,11 +5330,19 @@ call_sum_to_535(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_536(yt_tensor *const *inputs, void *ctx)
+call_sum_to_604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
     return yt_sum_to(inputs[0], size, 1);
+}
+
+static yt_tensor *
+error_sum_to_605(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {1, 4};
+    return yt_sum_to(inputs[0], size, 2);
 }
 
 const yt_op_case yt_op_cases[] = {
@@ -7075,11 +7625,359 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:629 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_465,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:629 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_466,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:629 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_467,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:629 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_468,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:629 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_469,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:629 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_470,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:659 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_474,
+        .call_inplace = NULL,
+        .call_out = out_bmm_475,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:659 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "mat2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_bmm_476,
+        .call_inplace = NULL,
+        .call_out = out_bmm_477,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:659 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_478,
+        .call_inplace = NULL,
+        .call_out = out_bmm_479,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:659 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_480,
+        .call_inplace = NULL,
+        .call_out = out_bmm_481,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:686 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_487,
+        .call_inplace = NULL,
+        .call_out = out_addmm_488,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:686 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_addmm_489,
+        .call_inplace = NULL,
+        .call_out = out_addmm_490,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:686 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_491,
+        .call_inplace = NULL,
+        .call_out = out_addmm_492,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:686 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_493,
+        .call_inplace = NULL,
+        .call_out = out_addmm_494,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:686 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_495,
+        .call_inplace = NULL,
+        .call_out = out_addmm_496,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:718 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_504,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_505,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:718 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_506,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_507,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:718 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_baddbmm_508,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_509,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:718 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_510,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_511,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:718 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_512,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_513,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:739 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_523,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:739 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_524,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:739 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_525,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:756 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_530,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:756 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_531,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:756 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_532,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:647 sample 0",
+        .where = "ops.yaml:796 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_468,
+        .call = call_t_536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7087,10 +7985,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:647 sample 1",
+        .where = "ops.yaml:796 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_469,
+        .call = call_t_537,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7098,10 +7996,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:658 sample 0",
+        .where = "ops.yaml:807 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_471,
+        .call = call_transpose_539,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7109,10 +8007,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:658 sample 1",
+        .where = "ops.yaml:807 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_472,
+        .call = call_transpose_540,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7120,10 +8018,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:672 sample 0",
+        .where = "ops.yaml:821 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_475,
+        .call = call_permute_543,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7131,10 +8029,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:681 sample 0",
+        .where = "ops.yaml:830 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_478,
+        .call = call_view_546,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7142,10 +8040,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:681 sample 1",
+        .where = "ops.yaml:830 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_479,
+        .call = call_view_547,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7153,10 +8051,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:691 sample 0",
+        .where = "ops.yaml:840 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_480,
+        .call = call_reshape_548,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7164,11 +8062,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:691 sample 1",
+        .where = "ops.yaml:840 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_481,
+        .call = call_reshape_549,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7176,10 +8074,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:701 sample 0",
+        .where = "ops.yaml:850 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_482,
+        .call = call_expand_550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7187,10 +8085,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:701 sample 1",
+        .where = "ops.yaml:850 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_483,
+        .call = call_expand_551,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7198,10 +8096,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:711 sample 0",
+        .where = "ops.yaml:860 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_484,
+        .call = call_squeeze_552,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7209,10 +8107,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:721 sample 0",
+        .where = "ops.yaml:870 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_485,
+        .call = call_squeeze_dim_553,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7220,10 +8118,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:721 sample 1",
+        .where = "ops.yaml:870 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_486,
+        .call = call_squeeze_dim_554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7231,10 +8129,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:732 sample 0",
+        .where = "ops.yaml:881 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_488,
+        .call = call_unsqueeze_556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7242,10 +8140,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:732 sample 1",
+        .where = "ops.yaml:881 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_489,
+        .call = call_unsqueeze_557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7253,10 +8151,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:746 sample 0",
+        .where = "ops.yaml:895 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_491,
+        .call = call_slice_559,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7264,10 +8162,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:746 sample 1",
+        .where = "ops.yaml:895 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_492,
+        .call = call_slice_560,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7275,10 +8173,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:757 sample 0",
+        .where = "ops.yaml:906 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_495,
+        .call = call_select_563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7286,10 +8184,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:757 sample 1",
+        .where = "ops.yaml:906 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_496,
+        .call = call_select_564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7297,11 +8195,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:767 sample 0",
+        .where = "ops.yaml:916 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_498,
+        .call = call_contiguous_566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7309,10 +8207,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:793 sample 0",
+        .where = "ops.yaml:942 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_499,
+        .call = call_softmax_567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7320,10 +8218,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:793 sample 1",
+        .where = "ops.yaml:942 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_500,
+        .call = call_softmax_568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7331,11 +8229,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:793 sample 2",
+        .where = "ops.yaml:942 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_501,
+        .call = call_softmax_569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7343,10 +8241,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:793 sample 3",
+        .where = "ops.yaml:942 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_502,
+        .call = call_softmax_570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7354,10 +8252,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:793 sample 4",
+        .where = "ops.yaml:942 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_503,
+        .call = call_softmax_571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7365,10 +8263,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:811 sample 0",
+        .where = "ops.yaml:960 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_507,
+        .call = call_log_softmax_575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7376,10 +8274,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:811 sample 1",
+        .where = "ops.yaml:960 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_508,
+        .call = call_log_softmax_576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7387,11 +8285,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:811 sample 2",
+        .where = "ops.yaml:960 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_509,
+        .call = call_log_softmax_577,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7399,10 +8297,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:811 sample 3",
+        .where = "ops.yaml:960 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_510,
+        .call = call_log_softmax_578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7410,10 +8308,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:811 sample 4",
+        .where = "ops.yaml:960 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_511,
+        .call = call_log_softmax_579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7421,11 +8319,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:829 sample 0",
+        .where = "ops.yaml:978 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_515,
+        .call = call_softmax_backward_data_583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7433,11 +8331,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:829 sample 1",
+        .where = "ops.yaml:978 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_516,
+        .call = call_softmax_backward_data_584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7445,7 +8343,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:829 sample 2",
+        .where = "ops.yaml:978 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -7453,7 +8351,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_517,
+        .call = call_softmax_backward_data_585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7461,11 +8359,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:846 sample 0",
+        .where = "ops.yaml:995 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_521,
+        .call = call_log_softmax_backward_data_589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7473,11 +8371,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:846 sample 1",
+        .where = "ops.yaml:995 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_522,
+        .call = call_log_softmax_backward_data_590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7485,7 +8383,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:846 sample 2",
+        .where = "ops.yaml:995 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -7493,7 +8391,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_523,
+        .call = call_log_softmax_backward_data_591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7501,9 +8399,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:881 sample 0",
+        .where = "ops.yaml:1030 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_527,
+        .call = call_zeros_595,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7511,9 +8409,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:889 sample 0",
+        .where = "ops.yaml:1038 sample 0",
         .n_inputs = 0,
-        .call = call_ones_528,
+        .call = call_ones_596,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7521,9 +8419,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:897 sample 0",
+        .where = "ops.yaml:1046 sample 0",
         .n_inputs = 0,
-        .call = call_full_529,
+        .call = call_full_597,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7531,9 +8429,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:912 sample 0",
+        .where = "ops.yaml:1061 sample 0",
         .n_inputs = 0,
-        .call = call_arange_530,
+        .call = call_arange_598,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7541,9 +8439,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:920 sample 0",
+        .where = "ops.yaml:1069 sample 0",
         .n_inputs = 0,
-        .call = call_rand_531,
+        .call = call_rand_599,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7551,9 +8449,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:931 sample 0",
+        .where = "ops.yaml:1080 sample 0",
         .n_inputs = 0,
-        .call = call_randn_533,
+        .call = call_randn_601,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7561,10 +8459,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:950 sample 0",
+        .where = "ops.yaml:1099 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_535,
+        .call = call_sum_to_603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7572,10 +8470,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:950 sample 1",
+        .where = "ops.yaml:1099 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_536,
+        .call = call_sum_to_604,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7987,7 +8885,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_465,
+        .call = error_matmul_471,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -7997,7 +8895,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_466,
+        .call = error_matmul_472,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -8007,229 +8905,536 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_467,
+        .call = error_matmul_473,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
+        .op = "bmm",
+        .what = "ops.yaml:648: self.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_482,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:650: mat2.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_483,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:652: self.size(0) == mat2.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_484,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:654: self.size(2) == mat2.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_485,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:642: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_486,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:671: mat1.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_497,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:673: mat2.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_498,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:675: mat1.size(1) == mat2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_499,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:677: self.dim <= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_500,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:679: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_501,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:681: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_502,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:665: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_503,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:699: batch1.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_514,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:701: batch2.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_515,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:703: batch1.size(0) == batch2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_516,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:705: batch1.size(2) == batch2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_517,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:707: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_518,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:709: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_519,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:711: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_520,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:713: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_521,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:693: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_522,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:731: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_526,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:733: tensor.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_527,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:735: self.size(0) == tensor.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_528,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:725: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_529,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:750: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_533,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:752: vec2.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_534,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:744: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_535,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "outer: ",
+    },
+    {
         .op = "t",
-        .what = "ops.yaml:643: self.dim <= 2",
+        .what = "ops.yaml:792: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_470,
+        .call = error_t_538,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:651: dim0 out of range",
+        .what = "ops.yaml:800: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_473,
+        .call = error_transpose_541,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:651: dim1 out of range",
+        .what = "ops.yaml:800: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_474,
+        .call = error_transpose_542,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:668: len(dims) == self.dim",
+        .what = "ops.yaml:817: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_476,
+        .call = error_permute_544,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:662: dims out of range",
+        .what = "ops.yaml:811: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_477,
+        .call = error_permute_545,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:714: dim out of range",
+        .what = "ops.yaml:863: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_487,
+        .call = error_squeeze_dim_555,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:725: dim out of range",
+        .what = "ops.yaml:874: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_490,
+        .call = error_unsqueeze_558,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:742: step > 0",
+        .what = "ops.yaml:891: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_493,
+        .call = error_slice_561,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:736: dim out of range",
+        .what = "ops.yaml:885: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_494,
+        .call = error_slice_562,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:750: dim out of range",
+        .what = "ops.yaml:899: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_497,
+        .call = error_select_565,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:789: is_floating(result_dtype)",
+        .what = "ops.yaml:938: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_504,
+        .call = error_softmax_572,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:782: dtype of self",
+        .what = "ops.yaml:931: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_505,
+        .call = error_softmax_573,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:782: dim out of range",
+        .what = "ops.yaml:931: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_506,
+        .call = error_softmax_574,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:807: is_floating(result_dtype)",
+        .what = "ops.yaml:956: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_512,
+        .call = error_log_softmax_580,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:800: dtype of self",
+        .what = "ops.yaml:949: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_513,
+        .call = error_log_softmax_581,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:800: dim out of range",
+        .what = "ops.yaml:949: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_514,
+        .call = error_log_softmax_582,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:825: grad_output.dim == output.dim",
+        .what = "ops.yaml:974: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_518,
+        .call = error_softmax_backward_data_586,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:818: dtype of grad_output",
+        .what = "ops.yaml:967: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_519,
+        .call = error_softmax_backward_data_587,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:818: dim out of range",
+        .what = "ops.yaml:967: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_520,
+        .call = error_softmax_backward_data_588,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:842: grad_output.dim == output.dim",
+        .what = "ops.yaml:991: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_524,
+        .call = error_log_softmax_backward_data_592,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:835: dtype of grad_output",
+        .what = "ops.yaml:984: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_525,
+        .call = error_log_softmax_backward_data_593,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:835: dim out of range",
+        .what = "ops.yaml:984: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_526,
+        .call = error_log_softmax_backward_data_594,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:925: is_floating(result_dtype)",
+        .what = "ops.yaml:1074: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_532,
+        .call = error_rand_600,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:936: is_floating(result_dtype)",
+        .what = "ops.yaml:1085: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_534,
+        .call = error_randn_602,
         .expect = 0,
         .expect_prefix = "randn: ",
+    },
+    {
+        .op = "sum_to",
+        .what = "ops.yaml:1093: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sum_to_605,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "sum_to: ",
     },
 };
 const int yt_error_case_count = (int)(sizeof yt_error_cases / sizeof yt_error_cases[0]);

@@ -1193,103 +1193,253 @@ def case_197(self, other):
     return torch.ops.aten.matmul(self, other)
 
 
-def case_198(self):
-    """t (ops.yaml:647 sample 0)"""
+def case_198(self, other):
+    """matmul (ops.yaml:629 sample 5)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_199(self, other):
+    """matmul (ops.yaml:629 sample 6)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_200(self, other):
+    """matmul (ops.yaml:629 sample 7)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_201(self, other):
+    """matmul (ops.yaml:629 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_202(self, other):
+    """matmul (ops.yaml:629 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_203(self, other):
+    """matmul (ops.yaml:629 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_204(self, mat2):
+    """bmm (ops.yaml:659 sample 0)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_205(self, mat2):
+    """bmm (ops.yaml:659 sample 1)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_206(self, mat2):
+    """bmm (ops.yaml:659 sample 2)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_207(self, mat2):
+    """bmm (ops.yaml:659 sample 3)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_208(self, mat1, mat2):
+    """addmm (ops.yaml:686 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_209(self, mat1, mat2):
+    """addmm (ops.yaml:686 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_210(self, mat1, mat2):
+    """addmm (ops.yaml:686 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_211(self, mat1, mat2):
+    """addmm (ops.yaml:686 sample 3)"""
+    beta = 2
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_212(self, mat1, mat2):
+    """addmm (ops.yaml:686 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_213(self, batch1, batch2):
+    """baddbmm (ops.yaml:718 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_214(self, batch1, batch2):
+    """baddbmm (ops.yaml:718 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_215(self, batch1, batch2):
+    """baddbmm (ops.yaml:718 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_216(self, batch1, batch2):
+    """baddbmm (ops.yaml:718 sample 3)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_217(self, batch1, batch2):
+    """baddbmm (ops.yaml:718 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_218(self, tensor):
+    """dot (ops.yaml:739 sample 0)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_219(self, tensor):
+    """dot (ops.yaml:739 sample 1)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_220(self, tensor):
+    """dot (ops.yaml:739 sample 2)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_221(self, vec2):
+    """outer (ops.yaml:756 sample 0)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_222(self, vec2):
+    """outer (ops.yaml:756 sample 1)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_223(self, vec2):
+    """outer (ops.yaml:756 sample 2)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_224(self):
+    """t (ops.yaml:796 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_199(self):
-    """t (ops.yaml:647 sample 1)"""
+def case_225(self):
+    """t (ops.yaml:796 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_200(self):
-    """transpose (ops.yaml:658 sample 0)"""
+def case_226(self):
+    """transpose (ops.yaml:807 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_201(self):
-    """transpose (ops.yaml:658 sample 1)"""
+def case_227(self):
+    """transpose (ops.yaml:807 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_202(self):
-    """permute (ops.yaml:672 sample 0)"""
+def case_228(self):
+    """permute (ops.yaml:821 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_203(self):
-    """view (ops.yaml:681 sample 0)"""
+def case_229(self):
+    """view (ops.yaml:830 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_204(self):
-    """view (ops.yaml:681 sample 1)"""
+def case_230(self):
+    """view (ops.yaml:830 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_205(self):
-    """reshape (ops.yaml:691 sample 0)"""
+def case_231(self):
+    """reshape (ops.yaml:840 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_206(self):
-    """reshape (ops.yaml:691 sample 1)"""
+def case_232(self):
+    """reshape (ops.yaml:840 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_207(self):
-    """expand (ops.yaml:701 sample 0)"""
+def case_233(self):
+    """expand (ops.yaml:850 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_208(self):
-    """expand (ops.yaml:701 sample 1)"""
+def case_234(self):
+    """expand (ops.yaml:850 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_209(self):
-    """squeeze (ops.yaml:711 sample 0)"""
+def case_235(self):
+    """squeeze (ops.yaml:860 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_210(self):
-    """squeeze.dim (ops.yaml:721 sample 0)"""
+def case_236(self):
+    """squeeze.dim (ops.yaml:870 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_211(self):
-    """squeeze.dim (ops.yaml:721 sample 1)"""
+def case_237(self):
+    """squeeze.dim (ops.yaml:870 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_212(self):
-    """unsqueeze (ops.yaml:732 sample 0)"""
+def case_238(self):
+    """unsqueeze (ops.yaml:881 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_213(self):
-    """unsqueeze (ops.yaml:732 sample 1)"""
+def case_239(self):
+    """unsqueeze (ops.yaml:881 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_214(self):
-    """slice (ops.yaml:746 sample 0)"""
+def case_240(self):
+    """slice (ops.yaml:895 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -1297,8 +1447,8 @@ def case_214(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_215(self):
-    """slice (ops.yaml:746 sample 1)"""
+def case_241(self):
+    """slice (ops.yaml:895 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -1306,149 +1456,149 @@ def case_215(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_216(self):
-    """select (ops.yaml:757 sample 0)"""
+def case_242(self):
+    """select (ops.yaml:906 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_217(self):
-    """select (ops.yaml:757 sample 1)"""
+def case_243(self):
+    """select (ops.yaml:906 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_218(self):
-    """contiguous (ops.yaml:767 sample 0)"""
+def case_244(self):
+    """contiguous (ops.yaml:916 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_219(self):
-    """softmax.int (ops.yaml:793 sample 0)"""
+def case_245(self):
+    """softmax.int (ops.yaml:942 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_220(self):
-    """softmax.int (ops.yaml:793 sample 1)"""
+def case_246(self):
+    """softmax.int (ops.yaml:942 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_221(self):
-    """softmax.int (ops.yaml:793 sample 2)"""
+def case_247(self):
+    """softmax.int (ops.yaml:942 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_222(self):
-    """softmax.int (ops.yaml:793 sample 3)"""
+def case_248(self):
+    """softmax.int (ops.yaml:942 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_223(self):
-    """softmax.int (ops.yaml:793 sample 4)"""
+def case_249(self):
+    """softmax.int (ops.yaml:942 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_224(self):
-    """log_softmax.int (ops.yaml:811 sample 0)"""
+def case_250(self):
+    """log_softmax.int (ops.yaml:960 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_225(self):
-    """log_softmax.int (ops.yaml:811 sample 1)"""
+def case_251(self):
+    """log_softmax.int (ops.yaml:960 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_226(self):
-    """log_softmax.int (ops.yaml:811 sample 2)"""
+def case_252(self):
+    """log_softmax.int (ops.yaml:960 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_227(self):
-    """log_softmax.int (ops.yaml:811 sample 3)"""
+def case_253(self):
+    """log_softmax.int (ops.yaml:960 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_228(self):
-    """log_softmax.int (ops.yaml:811 sample 4)"""
+def case_254(self):
+    """log_softmax.int (ops.yaml:960 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_229(grad_output, output):
-    """softmax_backward_data (ops.yaml:829 sample 0)"""
+def case_255(grad_output, output):
+    """softmax_backward_data (ops.yaml:978 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_230(grad_output, output):
-    """softmax_backward_data (ops.yaml:829 sample 1)"""
+def case_256(grad_output, output):
+    """softmax_backward_data (ops.yaml:978 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_231(grad_output, output):
-    """softmax_backward_data (ops.yaml:829 sample 2)"""
+def case_257(grad_output, output):
+    """softmax_backward_data (ops.yaml:978 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_232(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:846 sample 0)"""
+def case_258(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:995 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_233(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:846 sample 1)"""
+def case_259(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:995 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_234(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:846 sample 2)"""
+def case_260(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:995 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_235():
-    """zeros (ops.yaml:881 sample 0)"""
+def case_261():
+    """zeros (ops.yaml:1030 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_236():
-    """ones (ops.yaml:889 sample 0)"""
+def case_262():
+    """ones (ops.yaml:1038 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_237():
-    """full (ops.yaml:897 sample 0)"""
+def case_263():
+    """full (ops.yaml:1046 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1456,8 +1606,8 @@ def case_237():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_238():
-    """arange (ops.yaml:912 sample 0)"""
+def case_264():
+    """arange (ops.yaml:1061 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1466,30 +1616,30 @@ def case_238():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_239():
-    """rand (ops.yaml:920 sample 0)"""
+def case_265():
+    """rand (ops.yaml:1069 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_240():
-    """randn (ops.yaml:931 sample 0)"""
+def case_266():
+    """randn (ops.yaml:1080 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_241(self):
-    """sum_to (ops.yaml:950 sample 0)"""
+def case_267(self):
+    """sum_to (ops.yaml:1099 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_242(self):
-    """sum_to (ops.yaml:950 sample 1)"""
+def case_268(self):
+    """sum_to (ops.yaml:1099 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -2089,139 +2239,217 @@ CASES = [
     dict(op="matmul", where="ops.yaml:629 sample 4", fn=case_197, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:647 sample 0", fn=case_198, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="t", where="ops.yaml:647 sample 1", fn=case_199, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="transpose", where="ops.yaml:658 sample 0", fn=case_200, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="transpose", where="ops.yaml:658 sample 1", fn=case_201, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="permute", where="ops.yaml:672 sample 0", fn=case_202, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="view", where="ops.yaml:681 sample 0", fn=case_203, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="view", where="ops.yaml:681 sample 1", fn=case_204, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reshape", where="ops.yaml:691 sample 0", fn=case_205, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reshape", where="ops.yaml:691 sample 1", fn=case_206, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expand", where="ops.yaml:701 sample 0", fn=case_207, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expand", where="ops.yaml:701 sample 1", fn=case_208, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze", where="ops.yaml:711 sample 0", fn=case_209, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze.dim", where="ops.yaml:721 sample 0", fn=case_210, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze.dim", where="ops.yaml:721 sample 1", fn=case_211, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unsqueeze", where="ops.yaml:732 sample 0", fn=case_212, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unsqueeze", where="ops.yaml:732 sample 1", fn=case_213, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="slice", where="ops.yaml:746 sample 0", fn=case_214, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="slice", where="ops.yaml:746 sample 1", fn=case_215, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="select", where="ops.yaml:757 sample 0", fn=case_216, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="select", where="ops.yaml:757 sample 1", fn=case_217, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="contiguous", where="ops.yaml:767 sample 0", fn=case_218, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:793 sample 0", fn=case_219, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:793 sample 1", fn=case_220, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:793 sample 2", fn=case_221, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:793 sample 3", fn=case_222, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:793 sample 4", fn=case_223, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:811 sample 0", fn=case_224, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:811 sample 1", fn=case_225, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:811 sample 2", fn=case_226, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:811 sample 3", fn=case_227, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:811 sample 4", fn=case_228, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:829 sample 0", fn=case_229, tensors=["grad_output", "output"],
+    dict(op="matmul", where="ops.yaml:629 sample 5", fn=case_198, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:829 sample 1", fn=case_230, tensors=["grad_output", "output"],
+    dict(op="matmul", where="ops.yaml:629 sample 6", fn=case_199, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:829 sample 2", fn=case_231, tensors=["grad_output", "output"],
+    dict(op="matmul", where="ops.yaml:629 sample 7", fn=case_200, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:846 sample 0", fn=case_232, tensors=["grad_output", "output"],
+    dict(op="matmul", where="ops.yaml:629 sample 8", fn=case_201, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:846 sample 1", fn=case_233, tensors=["grad_output", "output"],
+    dict(op="matmul", where="ops.yaml:629 sample 9", fn=case_202, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:846 sample 2", fn=case_234, tensors=["grad_output", "output"],
+    dict(op="matmul", where="ops.yaml:629 sample 10", fn=case_203, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:881 sample 0", fn=case_235, tensors=[],
-         free=[], dtypes=[],
+    dict(op="bmm", where="ops.yaml:659 sample 0", fn=case_204, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones", where="ops.yaml:889 sample 0", fn=case_236, tensors=[],
-         free=[], dtypes=[],
+    dict(op="bmm", where="ops.yaml:659 sample 1", fn=case_205, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full", where="ops.yaml:897 sample 0", fn=case_237, tensors=[],
-         free=[], dtypes=[],
+    dict(op="bmm", where="ops.yaml:659 sample 2", fn=case_206, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:912 sample 0", fn=case_238, tensors=[],
-         free=[], dtypes=[],
+    dict(op="bmm", where="ops.yaml:659 sample 3", fn=case_207, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rand", where="ops.yaml:920 sample 0", fn=case_239, tensors=[],
-         free=[], dtypes=[],
+    dict(op="addmm", where="ops.yaml:686 sample 0", fn=case_208, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="randn", where="ops.yaml:931 sample 0", fn=case_240, tensors=[],
-         free=[], dtypes=[],
+    dict(op="addmm", where="ops.yaml:686 sample 1", fn=case_209, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:950 sample 0", fn=case_241, tensors=["self"],
+    dict(op="addmm", where="ops.yaml:686 sample 2", fn=case_210, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:686 sample 3", fn=case_211, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:686 sample 4", fn=case_212, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:718 sample 0", fn=case_213, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:718 sample 1", fn=case_214, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:718 sample 2", fn=case_215, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:718 sample 3", fn=case_216, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:718 sample 4", fn=case_217, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:739 sample 0", fn=case_218, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:739 sample 1", fn=case_219, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:739 sample 2", fn=case_220, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:756 sample 0", fn=case_221, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:756 sample 1", fn=case_222, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:756 sample 2", fn=case_223, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:796 sample 0", fn=case_224, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:950 sample 1", fn=case_242, tensors=["self"],
+    dict(op="t", where="ops.yaml:796 sample 1", fn=case_225, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:807 sample 0", fn=case_226, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:807 sample 1", fn=case_227, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="permute", where="ops.yaml:821 sample 0", fn=case_228, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:830 sample 0", fn=case_229, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:830 sample 1", fn=case_230, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:840 sample 0", fn=case_231, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:840 sample 1", fn=case_232, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:850 sample 0", fn=case_233, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:850 sample 1", fn=case_234, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze", where="ops.yaml:860 sample 0", fn=case_235, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:870 sample 0", fn=case_236, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:870 sample 1", fn=case_237, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:881 sample 0", fn=case_238, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:881 sample 1", fn=case_239, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:895 sample 0", fn=case_240, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:895 sample 1", fn=case_241, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:906 sample 0", fn=case_242, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:906 sample 1", fn=case_243, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="contiguous", where="ops.yaml:916 sample 0", fn=case_244, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:942 sample 0", fn=case_245, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:942 sample 1", fn=case_246, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:942 sample 2", fn=case_247, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:942 sample 3", fn=case_248, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:942 sample 4", fn=case_249, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:960 sample 0", fn=case_250, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:960 sample 1", fn=case_251, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:960 sample 2", fn=case_252, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:960 sample 3", fn=case_253, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:960 sample 4", fn=case_254, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:978 sample 0", fn=case_255, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:978 sample 1", fn=case_256, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:978 sample 2", fn=case_257, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:995 sample 0", fn=case_258, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:995 sample 1", fn=case_259, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:995 sample 2", fn=case_260, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="zeros", where="ops.yaml:1030 sample 0", fn=case_261, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="ones", where="ops.yaml:1038 sample 0", fn=case_262, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:1046 sample 0", fn=case_263, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="arange", where="ops.yaml:1061 sample 0", fn=case_264, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="rand", where="ops.yaml:1069 sample 0", fn=case_265, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="randn", where="ops.yaml:1080 sample 0", fn=case_266, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:1099 sample 0", fn=case_267, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:1099 sample 1", fn=case_268, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -1202,12 +1202,119 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 /* ---- matmul (ops.yaml:617) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched).
+ * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
+ * broadcast batch dims, through one bmm).
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- t (ops.yaml:638) */
+/* ---- bmm (ops.yaml:642) */
+
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
+ * entry on the tensors' own strides.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
+
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
+ * entry on the tensors' own strides.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
+
+/* ---- addmm (ops.yaml:665) */
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Uses the defaults beta=1, alpha=1; yt_addmm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2);
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
+                              yt_scalar alpha);
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Uses the defaults beta=1, alpha=1; yt_addmm_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2);
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
+                                 yt_scalar beta, yt_scalar alpha);
+
+/* ---- baddbmm (ops.yaml:693) */
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Uses the defaults beta=1, alpha=1; yt_baddbmm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2);
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
+                                yt_scalar beta, yt_scalar alpha);
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Uses the defaults beta=1, alpha=1; yt_baddbmm_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
+                                yt_tensor *batch2);
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
+                                   yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
+
+/* ---- dot (ops.yaml:725) */
+
+/* dot(Tensor self, Tensor tensor) -> Tensor
+ * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
+
+/* ---- outer (ops.yaml:744) */
+
+/* outer(Tensor self, Tensor vec2) -> Tensor
+ * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
+
+/* ---- t (ops.yaml:787) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -1215,7 +1322,7 @@ YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:651) */
+/* ---- transpose (ops.yaml:800) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -1223,7 +1330,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:662) */
+/* ---- permute (ops.yaml:811) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -1232,7 +1339,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:675) */
+/* ---- view (ops.yaml:824) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -1241,7 +1348,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:685) */
+/* ---- reshape (ops.yaml:834) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -1249,7 +1356,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:695) */
+/* ---- expand (ops.yaml:844) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -1257,7 +1364,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:705) */
+/* ---- squeeze (ops.yaml:854) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -1265,7 +1372,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:714) */
+/* ---- squeeze.dim (ops.yaml:863) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -1273,7 +1380,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:725) */
+/* ---- unsqueeze (ops.yaml:874) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -1281,7 +1388,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:736) */
+/* ---- slice (ops.yaml:885) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -1299,7 +1406,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:750) */
+/* ---- select (ops.yaml:899) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -1307,7 +1414,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:761) */
+/* ---- contiguous (ops.yaml:910) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -1315,7 +1422,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- softmax.int (ops.yaml:782) */
+/* ---- softmax.int (ops.yaml:931) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -1332,7 +1439,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:800) */
+/* ---- log_softmax.int (ops.yaml:949) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -1347,7 +1454,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:818) */
+/* ---- softmax_backward_data (ops.yaml:967) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -1355,7 +1462,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:835) */
+/* ---- log_softmax_backward_data (ops.yaml:984) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -1364,7 +1471,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:852) */
+/* ---- softmax_double_backward (ops.yaml:1001) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -1373,7 +1480,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:860) */
+/* ---- log_softmax_double_backward (ops.yaml:1009) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -1382,7 +1489,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:868) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:1017) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -1392,7 +1499,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- zeros (ops.yaml:881) */
+/* ---- zeros (ops.yaml:1030) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1407,7 +1514,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:889) */
+/* ---- ones (ops.yaml:1038) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1422,7 +1529,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:897) */
+/* ---- full (ops.yaml:1046) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1438,7 +1545,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:905) */
+/* ---- zeros_like (ops.yaml:1054) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1446,7 +1553,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:912) */
+/* ---- arange (ops.yaml:1061) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1462,7 +1569,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:920) */
+/* ---- rand (ops.yaml:1069) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1477,7 +1584,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:931) */
+/* ---- randn (ops.yaml:1080) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1492,7 +1599,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:944) */
+/* ---- sum_to (ops.yaml:1093) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1500,7 +1607,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:955) */
+/* ---- sum_backward (ops.yaml:1104) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1509,7 +1616,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:962) */
+/* ---- mean_backward (ops.yaml:1111) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1518,7 +1625,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:969) */
+/* ---- amax_backward (ops.yaml:1118) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1527,7 +1634,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:976) */
+/* ---- permute_backward (ops.yaml:1125) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1535,7 +1642,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:983) */
+/* ---- pow_backward (ops.yaml:1132) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1543,7 +1650,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:990) */
+/* ---- pow_backward_self (ops.yaml:1139) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1551,7 +1658,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:997) */
+/* ---- pow_backward_exponent (ops.yaml:1146) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1560,7 +1667,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1004) */
+/* ---- slice_backward (ops.yaml:1153) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1570,7 +1677,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1012) */
+/* ---- select_backward (ops.yaml:1161) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
