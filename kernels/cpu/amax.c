@@ -9,6 +9,10 @@
  * input's dtype. Each loop is written once, always inlined, and instantiated for max and min with
  * a constant flag, so the compiled loops carry no branch on it. all/any run the bool min/max on a
  * bool copy of the input. */
+/* AVX2 and FMA even in builds with other -march flags (the ASan stage): the library's baseline
+ * is x86-64-v3, and vec_math.h uses their intrinsics. */
+#pragma GCC target("avx2,fma")
+
 #include <math.h>
 
 #include "reduce_plan.h"

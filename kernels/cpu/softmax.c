@@ -11,6 +11,10 @@
  * f32 and f64 compute in their own precision; f16/bf16 (and a `dtype` that differs from the
  * input's) go through an f32 copy. Rows (or column blocks) are split between threads only above
  * YT_PARALLEL_GRAIN elements. */
+/* AVX2 and FMA even in builds with other -march flags (the ASan stage): the library's baseline
+ * is x86-64-v3, and vec_math.h uses their intrinsics. */
+#pragma GCC target("avx2,fma")
+
 #include <math.h>
 #include <omp.h>
 

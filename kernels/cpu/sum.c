@@ -5,6 +5,10 @@
  * (innermost dim kept) adds whole rows into a row of accumulators with `rows`.
  * Floating inputs accumulate in double, integral and bool inputs in wrapping 64-bit integers.
  * When `dtype` is given the input is converted to it first, as PyTorch does. */
+/* AVX2 and FMA even in builds with other -march flags (the ASan stage): the library's baseline
+ * is x86-64-v3, and vec_math.h uses their intrinsics. */
+#pragma GCC target("avx2,fma")
+
 #include <string.h>
 
 #include "reduce_plan.h"

@@ -10,6 +10,10 @@
 
 #include <immintrin.h>
 
+#ifndef __AVX2__
+#error "vec_math.h needs AVX2: put #pragma GCC target(\"avx2,fma\") before the includes"
+#endif
+
 static inline __m256
 yt__exp8(__m256 x)
 {
