@@ -11,8 +11,190 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * from ops.yaml:257; backward from derivatives.yaml:162 */
+yt_tensor *
+yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("pow_scalar_backward", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("pow_scalar_backward", "output"); /* keeps an earlier error */
+    if ((unsigned)self.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "pow_scalar_backward: self has an invalid scalar kind %d",
+                        (int)self.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow_scalar_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_scalar_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "pow_scalar_backward: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_scalar_backward: output has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, output};
+    static const char *const broadcast_names[2] = {"grad_output", "output"};
+    if (yt__broadcast_shapes(&result_shape, "pow_scalar_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__pow_scalar_backward_kernel_fn kernel = yt__pow_scalar_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "pow_scalar_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, self, output);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_pow_scalar_backward(result, grad_output, self, output) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * from ops.yaml:468; backward from derivatives.yaml:265 */
+yt_tensor *
+yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negative_slope)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("leaky_relu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("leaky_relu_backward", "self"); /* keeps an earlier error */
+    if ((unsigned)negative_slope.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE,
+                        "leaky_relu_backward: negative_slope has an invalid scalar kind %d",
+                        (int)negative_slope.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "leaky_relu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "leaky_relu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "leaky_relu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "leaky_relu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "leaky_relu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__leaky_relu_backward_kernel_fn kernel = yt__leaky_relu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "leaky_relu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output, self, negative_slope);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_leaky_relu_backward(result, grad_output, self, negative_slope) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * from ops.yaml:487; backward from derivatives.yaml:272 */
+yt_tensor *
+yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
+                yt_tensor *self)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("elu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("elu_backward", "self"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: alpha has an invalid scalar kind %d",
+                        (int)alpha.kind);
+    if ((unsigned)scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: scale has an invalid scalar kind %d",
+                        (int)scale.kind);
+    if ((unsigned)input_scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: input_scale has an invalid scalar kind %d",
+                        (int)input_scale.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "elu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "elu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__elu_backward_kernel_fn kernel = yt__elu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "elu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, alpha, scale, input_scale, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_elu_backward(result, grad_output, alpha, scale, input_scale, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:552 */
+ * from ops.yaml:1013 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -52,7 +234,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:559 */
+ * from ops.yaml:1020 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -87,7 +269,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:566 */
+ * from ops.yaml:1027 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -122,7 +304,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:573 */
+ * from ops.yaml:1034 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -135,7 +317,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:580 */
+ * from ops.yaml:1041 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -178,7 +360,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:587 */
+ * from ops.yaml:1048 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -216,7 +398,7 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:967; backward from derivatives.yaml:239 */
+ * from ops.yaml:1428; backward from derivatives.yaml:402 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -272,7 +454,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:984; backward from derivatives.yaml:243 */
+ * from ops.yaml:1445; backward from derivatives.yaml:406 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -334,7 +516,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1001 */
+ * from ops.yaml:1462 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -372,7 +554,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1009 */
+ * from ops.yaml:1470 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -414,7 +596,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:1017 */
+ * from ops.yaml:1478 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -445,7 +627,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1093 */
+ * from ops.yaml:1554 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -465,7 +647,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1104 */
+ * from ops.yaml:1565 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -487,7 +669,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1111 */
+ * from ops.yaml:1572 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -513,7 +695,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1118 */
+ * from ops.yaml:1579 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -553,7 +735,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1125 */
+ * from ops.yaml:1586 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -570,7 +752,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1132 */
+ * from ops.yaml:1593 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -599,7 +781,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1139 */
+ * from ops.yaml:1600 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -634,7 +816,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1146 */
+ * from ops.yaml:1607 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -679,7 +861,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1153; backward from derivatives.yaml:150 */
+ * from ops.yaml:1614; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -721,7 +903,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1161; backward from derivatives.yaml:153 */
+ * from ops.yaml:1622; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -12,7 +12,7 @@
 #endif
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:261; backward from derivatives.yaml:98 */
+ * from ops.yaml:722; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_sum(yt_tensor *self)
 {
@@ -20,7 +20,7 @@ yt_sum(yt_tensor *self)
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:261; backward from derivatives.yaml:98 */
+ * from ops.yaml:722; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -51,7 +51,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:275; backward from derivatives.yaml:101 */
+ * from ops.yaml:736; backward from derivatives.yaml:101 */
 yt_tensor *
 yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -59,7 +59,7 @@ yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:275; backward from derivatives.yaml:101 */
+ * from ops.yaml:736; backward from derivatives.yaml:101 */
 yt_tensor *
 yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -101,7 +101,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:275; backward from derivatives.yaml:101 */
+ * from ops.yaml:736; backward from derivatives.yaml:101 */
 yt_status
 yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -109,7 +109,7 @@ yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:275; backward from derivatives.yaml:101 */
+ * from ops.yaml:736; backward from derivatives.yaml:101 */
 yt_status
 yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                   yt_dtype dtype)
@@ -165,7 +165,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:290; backward from derivatives.yaml:104 */
+ * from ops.yaml:751; backward from derivatives.yaml:104 */
 yt_tensor *
 yt_mean(yt_tensor *self)
 {
@@ -173,7 +173,7 @@ yt_mean(yt_tensor *self)
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:290; backward from derivatives.yaml:104 */
+ * from ops.yaml:751; backward from derivatives.yaml:104 */
 yt_tensor *
 yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -207,7 +207,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:107 */
+ * from ops.yaml:764; backward from derivatives.yaml:107 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -215,7 +215,7 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:107 */
+ * from ops.yaml:764; backward from derivatives.yaml:107 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -261,7 +261,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:107 */
+ * from ops.yaml:764; backward from derivatives.yaml:107 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -269,7 +269,7 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:303; backward from derivatives.yaml:107 */
+ * from ops.yaml:764; backward from derivatives.yaml:107 */
 yt_status
 yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                    yt_dtype dtype)
@@ -329,7 +329,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:316; backward from derivatives.yaml:110 */
+ * from ops.yaml:777; backward from derivatives.yaml:110 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -337,7 +337,7 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:316; backward from derivatives.yaml:110 */
+ * from ops.yaml:777; backward from derivatives.yaml:110 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -378,7 +378,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:316; backward from derivatives.yaml:110 */
+ * from ops.yaml:777; backward from derivatives.yaml:110 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -386,7 +386,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:316; backward from derivatives.yaml:110 */
+ * from ops.yaml:777; backward from derivatives.yaml:110 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -439,7 +439,7 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:329; backward from derivatives.yaml:162 */
+ * from ops.yaml:790; backward from derivatives.yaml:325 */
 yt_tensor *
 yt_amin(yt_tensor *self)
 {
@@ -447,7 +447,7 @@ yt_amin(yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:329; backward from derivatives.yaml:162 */
+ * from ops.yaml:790; backward from derivatives.yaml:325 */
 yt_tensor *
 yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -488,7 +488,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:329; backward from derivatives.yaml:162 */
+ * from ops.yaml:790; backward from derivatives.yaml:325 */
 yt_status
 yt_amin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -496,7 +496,7 @@ yt_amin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:329; backward from derivatives.yaml:162 */
+ * from ops.yaml:790; backward from derivatives.yaml:325 */
 yt_status
 yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -549,7 +549,7 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* max(Tensor self) -> Tensor
- * from ops.yaml:344; backward from derivatives.yaml:165 */
+ * from ops.yaml:805; backward from derivatives.yaml:328 */
 yt_tensor *
 yt_max(yt_tensor *self)
 {
@@ -579,7 +579,7 @@ yt_max(yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * from ops.yaml:356; backward from derivatives.yaml:168 */
+ * from ops.yaml:817; backward from derivatives.yaml:331 */
 yt_tensor *
 yt_min(yt_tensor *self)
 {
@@ -609,7 +609,7 @@ yt_min(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:368 */
+ * from ops.yaml:829 */
 yt_tensor *
 yt_argmax(yt_tensor *self)
 {
@@ -617,7 +617,7 @@ yt_argmax(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:368 */
+ * from ops.yaml:829 */
 yt_tensor *
 yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -647,7 +647,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:368 */
+ * from ops.yaml:829 */
 yt_status
 yt_argmax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -655,7 +655,7 @@ yt_argmax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:368 */
+ * from ops.yaml:829 */
 yt_status
 yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -703,7 +703,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:383 */
+ * from ops.yaml:844 */
 yt_tensor *
 yt_argmin(yt_tensor *self)
 {
@@ -711,7 +711,7 @@ yt_argmin(yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:383 */
+ * from ops.yaml:844 */
 yt_tensor *
 yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -741,7 +741,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:383 */
+ * from ops.yaml:844 */
 yt_status
 yt_argmin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -749,7 +749,7 @@ yt_argmin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:383 */
+ * from ops.yaml:844 */
 yt_status
 yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -797,7 +797,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:397; backward from derivatives.yaml:177 */
+ * from ops.yaml:858; backward from derivatives.yaml:340 */
 yt_tensor *
 yt_prod(yt_tensor *self)
 {
@@ -805,7 +805,7 @@ yt_prod(yt_tensor *self)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:397; backward from derivatives.yaml:177 */
+ * from ops.yaml:858; backward from derivatives.yaml:340 */
 yt_tensor *
 yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -836,7 +836,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:411; backward from derivatives.yaml:180 */
+ * from ops.yaml:872; backward from derivatives.yaml:343 */
 yt_tensor *
 yt_prod_dim_int(yt_tensor *self, int64_t dim)
 {
@@ -844,7 +844,7 @@ yt_prod_dim_int(yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:411; backward from derivatives.yaml:180 */
+ * from ops.yaml:872; backward from derivatives.yaml:343 */
 yt_tensor *
 yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -878,7 +878,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:411; backward from derivatives.yaml:180 */
+ * from ops.yaml:872; backward from derivatives.yaml:343 */
 yt_status
 yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -886,7 +886,7 @@ yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:411; backward from derivatives.yaml:180 */
+ * from ops.yaml:872; backward from derivatives.yaml:343 */
 yt_status
 yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -932,7 +932,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
 }
 
 /* all(Tensor self) -> Tensor
- * from ops.yaml:426 */
+ * from ops.yaml:887 */
 yt_tensor *
 yt_all(yt_tensor *self)
 {
@@ -956,7 +956,7 @@ yt_all(yt_tensor *self)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:438 */
+ * from ops.yaml:899 */
 yt_tensor *
 yt_all_dim(yt_tensor *self, int64_t dim)
 {
@@ -964,7 +964,7 @@ yt_all_dim(yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:438 */
+ * from ops.yaml:899 */
 yt_tensor *
 yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -991,7 +991,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:438 */
+ * from ops.yaml:899 */
 yt_status
 yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -999,7 +999,7 @@ yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:438 */
+ * from ops.yaml:899 */
 yt_status
 yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1043,7 +1043,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any(Tensor self) -> Tensor
- * from ops.yaml:452 */
+ * from ops.yaml:913 */
 yt_tensor *
 yt_any(yt_tensor *self)
 {
@@ -1067,7 +1067,7 @@ yt_any(yt_tensor *self)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:464 */
+ * from ops.yaml:925 */
 yt_tensor *
 yt_any_dim(yt_tensor *self, int64_t dim)
 {
@@ -1075,7 +1075,7 @@ yt_any_dim(yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:464 */
+ * from ops.yaml:925 */
 yt_tensor *
 yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1102,7 +1102,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:464 */
+ * from ops.yaml:925 */
 yt_status
 yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1110,7 +1110,7 @@ yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:464 */
+ * from ops.yaml:925 */
 yt_status
 yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1154,7 +1154,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:195 */
+ * from ops.yaml:939; backward from derivatives.yaml:358 */
 yt_tensor *
 yt_cumsum(yt_tensor *self, int64_t dim)
 {
@@ -1162,7 +1162,7 @@ yt_cumsum(yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:195 */
+ * from ops.yaml:939; backward from derivatives.yaml:358 */
 yt_tensor *
 yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1195,7 +1195,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:195 */
+ * from ops.yaml:939; backward from derivatives.yaml:358 */
 yt_status
 yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1203,7 +1203,7 @@ yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:478; backward from derivatives.yaml:195 */
+ * from ops.yaml:939; backward from derivatives.yaml:358 */
 yt_status
 yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1250,7 +1250,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:493 */
+ * from ops.yaml:954 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1258,7 +1258,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:493 */
+ * from ops.yaml:954 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1284,7 +1284,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:506 */
+ * from ops.yaml:967 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1292,7 +1292,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:506 */
+ * from ops.yaml:967 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1317,7 +1317,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:520 */
+ * from ops.yaml:981 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1325,7 +1325,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:520 */
+ * from ops.yaml:981 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1350,7 +1350,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:533; backward from derivatives.yaml:198 */
+ * from ops.yaml:994; backward from derivatives.yaml:361 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1358,7 +1358,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:533; backward from derivatives.yaml:198 */
+ * from ops.yaml:994; backward from derivatives.yaml:361 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1415,7 +1415,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:931; backward from derivatives.yaml:233 */
+ * from ops.yaml:1392; backward from derivatives.yaml:396 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1423,7 +1423,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:931; backward from derivatives.yaml:233 */
+ * from ops.yaml:1392; backward from derivatives.yaml:396 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1462,7 +1462,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:949; backward from derivatives.yaml:236 */
+ * from ops.yaml:1410; backward from derivatives.yaml:399 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1470,7 +1470,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:949; backward from derivatives.yaml:236 */
+ * from ops.yaml:1410; backward from derivatives.yaml:399 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {

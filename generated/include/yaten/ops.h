@@ -372,7 +372,364 @@ YT_API yt_status yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- exp (ops.yaml:114) */
+/* ---- pow.Scalar (ops.yaml:112) */
+
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * The number `self` raised to each element of `exponent`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pow_scalar(yt_scalar self, yt_tensor *exponent);
+
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * The number `self` raised to each element of `exponent`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent);
+
+/* ---- maximum (ops.yaml:125) */
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * Elementwise maximum with broadcasting; NaN in either input gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_maximum(yt_tensor *self, yt_tensor *other);
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * Elementwise maximum with broadcasting; NaN in either input gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- minimum (ops.yaml:134) */
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * Elementwise minimum with broadcasting; NaN in either input gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_minimum(yt_tensor *self, yt_tensor *other);
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * Elementwise minimum with broadcasting; NaN in either input gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- clamp_min (ops.yaml:143) */
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_min(yt_tensor *self, yt_scalar min);
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_(yt_tensor *self, yt_scalar min);
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min);
+
+/* ---- clamp_max (ops.yaml:151) */
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_max(yt_tensor *self, yt_scalar max);
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_(yt_tensor *self, yt_scalar max);
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max);
+
+/* ---- clamp_min.Tensor (ops.yaml:159) */
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min);
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min);
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min);
+
+/* ---- clamp_max.Tensor (ops.yaml:168) */
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max);
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max);
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max);
+
+/* ---- remainder.Tensor (ops.yaml:177) */
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_remainder(yt_tensor *self, yt_tensor *other);
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_(yt_tensor *self, yt_tensor *other);
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- remainder.Scalar (ops.yaml:187) */
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_remainder_scalar(yt_tensor *self, yt_scalar other);
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_scalar_(yt_tensor *self, yt_scalar other);
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- floor_divide (ops.yaml:195) */
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_floor_divide(yt_tensor *self, yt_tensor *other);
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_divide_(yt_tensor *self, yt_tensor *other);
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- lerp.Scalar (ops.yaml:205) */
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* ---- lerp.Tensor (ops.yaml:214) */
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight);
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight);
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end,
+                                    yt_tensor *weight);
+
+/* ---- addcmul (ops.yaml:228) */
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                   yt_tensor *tensor2, yt_scalar value);
+
+/* ---- addcdiv (ops.yaml:242) */
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                   yt_tensor *tensor2, yt_scalar value);
+
+/* ---- pow_scalar_backward (ops.yaml:257) */
+
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output *
+ * log(self).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output);
+
+/* ---- exp (ops.yaml:269) */
 
 /* exp(Tensor self) -> Tensor
  * e raised to each element; integer inputs give a floating result.
@@ -394,7 +751,7 @@ YT_API yt_status yt_exp_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_exp_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log (ops.yaml:122) */
+/* ---- log (ops.yaml:277) */
 
 /* log(Tensor self) -> Tensor
  * Natural logarithm of each element (NaN below zero, -inf at zero).
@@ -416,7 +773,7 @@ YT_API yt_status yt_log_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sqrt (ops.yaml:131) */
+/* ---- sqrt (ops.yaml:286) */
 
 /* sqrt(Tensor self) -> Tensor
  * Square root of each element (NaN below zero).
@@ -438,7 +795,7 @@ YT_API yt_status yt_sqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- relu (ops.yaml:140) */
+/* ---- relu (ops.yaml:295) */
 
 /* relu(Tensor self) -> Tensor
  * max(self, 0) elementwise; NaN stays NaN.
@@ -460,7 +817,7 @@ YT_API yt_status yt_relu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sigmoid (ops.yaml:148) */
+/* ---- sigmoid (ops.yaml:303) */
 
 /* sigmoid(Tensor self) -> Tensor
  * Logistic function 1 / (1 + exp(-self)) of each element.
@@ -482,7 +839,7 @@ YT_API yt_status yt_sigmoid_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sigmoid_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- tanh (ops.yaml:156) */
+/* ---- tanh (ops.yaml:311) */
 
 /* tanh(Tensor self) -> Tensor
  * Hyperbolic tangent of each element.
@@ -504,29 +861,53 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- softplus (ops.yaml:164) */
+/* ---- softplus (ops.yaml:319) */
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softplus(yt_tensor *self);
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold);
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex_() takes every argument.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_softplus_(yt_tensor *self);
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold);
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex_out() takes every argument.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- clone (ops.yaml:172) */
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
+                                    yt_scalar threshold);
+
+/* ---- clone (ops.yaml:327) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -541,7 +922,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:179) */
+/* ---- to.dtype (ops.yaml:334) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -549,7 +930,486 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- eq.Tensor (ops.yaml:189) */
+/* ---- abs (ops.yaml:342) */
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_abs(yt_tensor *self);
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_abs_(yt_tensor *self);
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- sign (ops.yaml:350) */
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_sign(yt_tensor *self);
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sign_(yt_tensor *self);
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- square (ops.yaml:357) */
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_square(yt_tensor *self);
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_square_(yt_tensor *self);
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- reciprocal (ops.yaml:364) */
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_reciprocal(yt_tensor *self);
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_reciprocal_(yt_tensor *self);
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- rsqrt (ops.yaml:373) */
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rsqrt(yt_tensor *self);
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsqrt_(yt_tensor *self);
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- expm1 (ops.yaml:382) */
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_expm1(yt_tensor *self);
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_expm1_(yt_tensor *self);
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- log1p (ops.yaml:390) */
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log1p(yt_tensor *self);
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log1p_(yt_tensor *self);
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- log2 (ops.yaml:399) */
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log2(yt_tensor *self);
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log2_(yt_tensor *self);
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- sin (ops.yaml:408) */
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_sin(yt_tensor *self);
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sin_(yt_tensor *self);
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- cos (ops.yaml:416) */
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cos(yt_tensor *self);
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cos_(yt_tensor *self);
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- erf (ops.yaml:424) */
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_erf(yt_tensor *self);
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_erf_(yt_tensor *self);
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- floor (ops.yaml:432) */
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_floor(yt_tensor *self);
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_(yt_tensor *self);
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- ceil (ops.yaml:439) */
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ceil(yt_tensor *self);
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ceil_(yt_tensor *self);
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- round (ops.yaml:446) */
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_round(yt_tensor *self);
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_round_(yt_tensor *self);
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- trunc (ops.yaml:453) */
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_trunc(yt_tensor *self);
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_trunc_(yt_tensor *self);
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- leaky_relu (ops.yaml:460) */
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu(yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_(yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
+
+/* ---- leaky_relu_backward (ops.yaml:468) */
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
+                                         yt_scalar negative_slope);
+
+/* ---- elu (ops.yaml:479) */
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu(yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                            yt_scalar input_scale);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_(yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                            yt_scalar input_scale);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                               yt_scalar input_scale);
+
+/* ---- elu_backward (ops.yaml:487) */
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * Gradient of elu with respect to its input `self`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
+                                  yt_scalar input_scale, yt_tensor *self);
+
+/* ---- silu (ops.yaml:498) */
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_silu(yt_tensor *self);
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_silu_(yt_tensor *self);
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- isnan (ops.yaml:505) */
+
+/* isnan(Tensor self) -> Tensor
+ * True where an element is NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_isnan(yt_tensor *self);
+
+/* ---- isfinite (ops.yaml:514) */
+
+/* isfinite(Tensor self) -> Tensor
+ * True where an element is neither infinite nor NaN (always true for integers and bool).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_isfinite(yt_tensor *self);
+
+/* ---- eq.Tensor (ops.yaml:525) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -564,7 +1424,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:199) */
+/* ---- eq.Scalar (ops.yaml:535) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -579,7 +1439,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:208) */
+/* ---- lt.Tensor (ops.yaml:544) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -594,7 +1454,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:218) */
+/* ---- lt.Scalar (ops.yaml:554) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -609,7 +1469,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:227) */
+/* ---- gt.Tensor (ops.yaml:563) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -624,7 +1484,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:237) */
+/* ---- gt.Scalar (ops.yaml:573) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -639,7 +1499,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:246) */
+/* ---- where (ops.yaml:582) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -655,7 +1515,187 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- sum (ops.yaml:261) */
+/* ---- ne.Tensor (ops.yaml:595) */
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self != other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self != other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- ne.Scalar (ops.yaml:605) */
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self != other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self != other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- le.Tensor (ops.yaml:614) */
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self <= other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self <= other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- le.Scalar (ops.yaml:624) */
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self <= other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self <= other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- ge.Tensor (ops.yaml:633) */
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self >= other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self >= other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- ge.Scalar (ops.yaml:643) */
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self >= other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self >= other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- logical_and (ops.yaml:652) */
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * True where both are nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * True where both are nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_or (ops.yaml:662) */
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * True where either is nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * True where either is nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_xor (ops.yaml:672) */
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * True where exactly one is nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * True where exactly one is nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_not (ops.yaml:682) */
+
+/* logical_not(Tensor self) -> Tensor
+ * True where an element is zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_not(yt_tensor *self);
+
+/* logical_not(Tensor self) -> Tensor
+ * True where an element is zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- masked_fill.Scalar (ops.yaml:691) */
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value);
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
+
+/* ---- masked_fill.Tensor (ops.yaml:704) */
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
+
+/* ---- sum (ops.yaml:722) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -670,7 +1710,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:275) */
+/* ---- sum.dim (ops.yaml:736) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -702,7 +1742,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:290) */
+/* ---- mean (ops.yaml:751) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -717,7 +1757,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:303) */
+/* ---- mean.dim (ops.yaml:764) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -749,7 +1789,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:316) */
+/* ---- amax (ops.yaml:777) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -784,7 +1824,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- amin (ops.yaml:329) */
+/* ---- amin (ops.yaml:790) */
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -819,7 +1859,7 @@ YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- max (ops.yaml:344) */
+/* ---- max (ops.yaml:805) */
 
 /* max(Tensor self) -> Tensor
  * Largest element of `self`; NaN wins. An empty tensor is an error.
@@ -827,7 +1867,7 @@ YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max(yt_tensor *self);
 
-/* ---- min (ops.yaml:356) */
+/* ---- min (ops.yaml:817) */
 
 /* min(Tensor self) -> Tensor
  * Smallest element of `self`; NaN wins. An empty tensor is an error.
@@ -835,7 +1875,7 @@ YT_API yt_tensor *yt_max(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_min(yt_tensor *self);
 
-/* ---- argmax (ops.yaml:368) */
+/* ---- argmax (ops.yaml:829) */
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
@@ -869,7 +1909,7 @@ YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- argmin (ops.yaml:383) */
+/* ---- argmin (ops.yaml:844) */
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
@@ -903,7 +1943,7 @@ YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- prod (ops.yaml:397) */
+/* ---- prod (ops.yaml:858) */
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
@@ -920,7 +1960,7 @@ YT_API yt_tensor *yt_prod(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- prod.dim_int (ops.yaml:411) */
+/* ---- prod.dim_int (ops.yaml:872) */
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
@@ -951,7 +1991,7 @@ YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
                                         yt_dtype dtype);
 
-/* ---- all (ops.yaml:426) */
+/* ---- all (ops.yaml:887) */
 
 /* all(Tensor self) -> Tensor
  * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
@@ -960,7 +2000,7 @@ YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_all(yt_tensor *self);
 
-/* ---- all.dim (ops.yaml:438) */
+/* ---- all.dim (ops.yaml:899) */
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
@@ -990,7 +2030,7 @@ YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- any (ops.yaml:452) */
+/* ---- any (ops.yaml:913) */
 
 /* any(Tensor self) -> Tensor
  * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
@@ -999,7 +2039,7 @@ YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_any(yt_tensor *self);
 
-/* ---- any.dim (ops.yaml:464) */
+/* ---- any.dim (ops.yaml:925) */
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
@@ -1029,7 +2069,7 @@ YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- cumsum (ops.yaml:478) */
+/* ---- cumsum (ops.yaml:939) */
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
  * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
@@ -1059,7 +2099,7 @@ YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- logsumexp (ops.yaml:493) */
+/* ---- logsumexp (ops.yaml:954) */
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
@@ -1076,7 +2116,7 @@ YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var.correction (ops.yaml:506) */
+/* ---- var.correction (ops.yaml:967) */
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
@@ -1094,7 +2134,7 @@ YT_API yt_tensor *yt_var(yt_tensor *self);
 YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- std.correction (ops.yaml:520) */
+/* ---- std.correction (ops.yaml:981) */
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
@@ -1110,7 +2150,7 @@ YT_API yt_tensor *yt_std(yt_tensor *self);
 YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- linalg_vector_norm (ops.yaml:533) */
+/* ---- linalg_vector_norm (ops.yaml:994) */
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
@@ -1128,7 +2168,7 @@ YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
 YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
                                            int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- evenly_distribute_backward (ops.yaml:552) */
+/* ---- evenly_distribute_backward (ops.yaml:1013) */
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
  * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
@@ -1136,7 +2176,7 @@ YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
 
-/* ---- prod_backward (ops.yaml:559) */
+/* ---- prod_backward (ops.yaml:1020) */
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
  * Gradient of the full prod: the product of the other elements, exact when some are zero.
@@ -1144,7 +2184,7 @@ YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
 
-/* ---- prod_dim_backward (ops.yaml:566) */
+/* ---- prod_dim_backward (ops.yaml:1027) */
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
  * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
@@ -1154,7 +2194,7 @@ YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
 YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                        int64_t dim, bool keepdim);
 
-/* ---- cumsum_backward (ops.yaml:573) */
+/* ---- cumsum_backward (ops.yaml:1034) */
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
  * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
@@ -1162,7 +2202,7 @@ YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tens
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
 
-/* ---- norm_backward (ops.yaml:580) */
+/* ---- norm_backward (ops.yaml:1041) */
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
@@ -1172,7 +2212,7 @@ YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar o
                                    yt_tensor *output, const int64_t *dim, int dim_len,
                                    bool keepdim);
 
-/* ---- value_selecting_reduction_backward (ops.yaml:587) */
+/* ---- value_selecting_reduction_backward (ops.yaml:1048) */
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
  * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
@@ -1182,7 +2222,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
                                                         yt_tensor *indices, const int64_t *sizes,
                                                         int sizes_len, bool keepdim);
 
-/* ---- mm (ops.yaml:596) */
+/* ---- mm (ops.yaml:1057) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -1199,7 +2239,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:617) */
+/* ---- matmul (ops.yaml:1078) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -1208,7 +2248,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:642) */
+/* ---- bmm (ops.yaml:1103) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -1225,7 +2265,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:665) */
+/* ---- addmm (ops.yaml:1126) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -1261,7 +2301,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:693) */
+/* ---- baddbmm (ops.yaml:1154) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -1298,7 +2338,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:725) */
+/* ---- dot (ops.yaml:1186) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -1306,7 +2346,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:744) */
+/* ---- outer (ops.yaml:1205) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -1314,7 +2354,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:787) */
+/* ---- t (ops.yaml:1248) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -1322,7 +2362,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:800) */
+/* ---- transpose (ops.yaml:1261) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -1330,7 +2370,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:811) */
+/* ---- permute (ops.yaml:1272) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -1339,7 +2379,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:824) */
+/* ---- view (ops.yaml:1285) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -1348,7 +2388,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:834) */
+/* ---- reshape (ops.yaml:1295) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -1356,7 +2396,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:844) */
+/* ---- expand (ops.yaml:1305) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -1364,7 +2404,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:854) */
+/* ---- squeeze (ops.yaml:1315) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -1372,7 +2412,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:863) */
+/* ---- squeeze.dim (ops.yaml:1324) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -1380,7 +2420,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:874) */
+/* ---- unsqueeze (ops.yaml:1335) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -1388,7 +2428,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:885) */
+/* ---- slice (ops.yaml:1346) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -1406,7 +2446,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:899) */
+/* ---- select (ops.yaml:1360) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -1414,7 +2454,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:910) */
+/* ---- contiguous (ops.yaml:1371) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -1422,7 +2462,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- softmax.int (ops.yaml:931) */
+/* ---- softmax.int (ops.yaml:1392) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -1439,7 +2479,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:949) */
+/* ---- log_softmax.int (ops.yaml:1410) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -1454,7 +2494,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:967) */
+/* ---- softmax_backward_data (ops.yaml:1428) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -1462,7 +2502,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:984) */
+/* ---- log_softmax_backward_data (ops.yaml:1445) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -1471,7 +2511,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:1001) */
+/* ---- softmax_double_backward (ops.yaml:1462) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -1480,7 +2520,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:1009) */
+/* ---- log_softmax_double_backward (ops.yaml:1470) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -1489,7 +2529,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:1017) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:1478) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -1499,7 +2539,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- zeros (ops.yaml:1030) */
+/* ---- zeros (ops.yaml:1491) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1514,7 +2554,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1038) */
+/* ---- ones (ops.yaml:1499) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1529,7 +2569,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1046) */
+/* ---- full (ops.yaml:1507) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1545,7 +2585,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1054) */
+/* ---- zeros_like (ops.yaml:1515) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1553,7 +2593,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1061) */
+/* ---- arange (ops.yaml:1522) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1569,7 +2609,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1069) */
+/* ---- rand (ops.yaml:1530) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1584,7 +2624,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1080) */
+/* ---- randn (ops.yaml:1541) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1599,7 +2639,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1093) */
+/* ---- sum_to (ops.yaml:1554) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1607,7 +2647,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1104) */
+/* ---- sum_backward (ops.yaml:1565) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1616,7 +2656,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1111) */
+/* ---- mean_backward (ops.yaml:1572) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1625,7 +2665,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1118) */
+/* ---- amax_backward (ops.yaml:1579) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1634,7 +2674,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1125) */
+/* ---- permute_backward (ops.yaml:1586) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1642,7 +2682,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1132) */
+/* ---- pow_backward (ops.yaml:1593) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1650,7 +2690,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1139) */
+/* ---- pow_backward_self (ops.yaml:1600) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1658,7 +2698,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1146) */
+/* ---- pow_backward_exponent (ops.yaml:1607) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1667,7 +2707,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1153) */
+/* ---- slice_backward (ops.yaml:1614) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1677,7 +2717,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1161) */
+/* ---- select_backward (ops.yaml:1622) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
