@@ -3,8 +3,8 @@
  * number (the first NaN wins), as in PyTorch.
  *
  * The input is seen as a contiguous [outer, n, inner] block (copied first when it is not, with
- * floating values widened to f64 and integral ones to i64, so comparisons are exact and there
- * are two loops instead of ten). inner == 1 scans each row; inner > 1 folds rows into a block of
+ * f16/bf16 widened to f64 and integral ones to i64, so comparisons are exact and there are three
+ * loops instead of ten). inner == 1 scans each row; inner > 1 folds rows into a block of
  * COLS running bests so every loop runs along contiguous memory. Split between threads over
  * output blocks above YT_PARALLEL_GRAIN elements. */
 #include <omp.h>
@@ -35,8 +35,8 @@ better_i64(int64_t v, int64_t best, bool min)
 
 typedef struct job {
     geom g;
-    bool floating, min;
-    const char *x; /* f64 or i64, contiguous */
+    bool floating, f32, min;
+    const char *x; /* f32, f64 or i64, contiguous */
     int64_t *idx;
     yt_tensor *values; /* NULL, or where the best values go (any dtype) */
 } job;
@@ -51,7 +51,21 @@ run_block(const job *jb, int64_t u)
     yt__reduce_acc best[COLS];
     int64_t at[COLS];
     int64_t base = o * g->n * g->inner + j0;
-    if (jb->floating) {
+    if (jb->f32) {
+        const float *x = (const float *)jb->x + base;
+        for (int64_t j = 0; j < w; j++) {
+            best[j].f = x[j];
+            at[j] = 0;
+        }
+        for (int64_t i = 1; i < g->n; i++) {
+            const float *r = x + i * g->inner;
+            for (int64_t j = 0; j < w; j++)
+                if (better_f64(r[j], best[j].f, jb->min)) {
+                    best[j].f = r[j];
+                    at[j] = i;
+                }
+        }
+    } else if (jb->floating) {
         const double *x = (const double *)jb->x + base;
         for (int64_t j = 0; j < w; j++) {
             best[j].f = x[j];
@@ -113,12 +127,15 @@ yt__index_reduce(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t
     if (indices->numel == 0)
         return YT_OK;
     bool floating = yt_dtype_is_floating(self->dtype);
-    yt_dtype wide = floating ? YT_DTYPE_F64 : YT_DTYPE_I64;
+    yt_dtype wide = self->dtype == YT_DTYPE_F32 ? YT_DTYPE_F32
+                    : floating                  ? YT_DTYPE_F64
+                                                : YT_DTYPE_I64;
     yt_tensor *x = self->dtype == wide && self->is_contiguous ? self : yt__cast_copy(self, wide);
     if (x == NULL)
         return yt__last_status();
     job jb = {.g = g,
               .floating = floating,
+              .f32 = wide == YT_DTYPE_F32,
               .min = min,
               .x = yt__data_ptr(x),
               .idx = (int64_t *)yt__data_ptr(indices),
