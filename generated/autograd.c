@@ -4273,8 +4273,136 @@ yt__record_min(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:334:
+ *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
+ */
+typedef struct max_dim_node {
+    yt_node base;        /* must be first */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    bool keepdim;        /* used by: self */
+} max_dim_node;
+
+static yt_status
+max_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_dim_node *node = (max_dim_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_value_selecting_reduction_backward(grads[0], node->dim, indices,
+                                                       node->self_shape.sizes, node->self_shape.dim,
+                                                       node->keepdim);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_dim_release_saved(yt_node *node_)
+{
+    max_dim_node *node = (max_dim_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_dim_node_kind = {
+    .name = "MaxDimBackward",
+    .op_name = "max",
+    .size = sizeof(max_dim_node),
+    .backward = max_dim_backward,
+    .release_saved = max_dim_release_saved,
+};
+
+yt_status
+yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim,
+                   bool keepdim)
+{
+    max_dim_node *node = (max_dim_node *)yt__node_new(&max_dim_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:338:
+ *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
+ */
+typedef struct min_dim_node {
+    yt_node base;        /* must be first */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    bool keepdim;        /* used by: self */
+} min_dim_node;
+
+static yt_status
+min_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    min_dim_node *node = (min_dim_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_value_selecting_reduction_backward(grads[0], node->dim, indices,
+                                                       node->self_shape.sizes, node->self_shape.dim,
+                                                       node->keepdim);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+min_dim_release_saved(yt_node *node_)
+{
+    min_dim_node *node = (min_dim_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind min_dim_node_kind = {
+    .name = "MinDimBackward",
+    .op_name = "min",
+    .size = sizeof(min_dim_node),
+    .backward = min_dim_backward,
+    .release_saved = min_dim_release_saved,
+};
+
+yt_status
+yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim,
+                   bool keepdim)
+{
+    min_dim_node *node = (min_dim_node *)yt__node_new(&min_dim_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:340:
+ * backward, from derivatives.yaml:348:
  *   self: prod_backward(grad, self, result)
  */
 typedef struct prod_node {
@@ -4335,7 +4463,7 @@ yt__record_prod(yt_tensor *result, yt_tensor *self)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:343:
+ * backward, from derivatives.yaml:351:
  *   self: prod_dim_backward(grad, self, result, dim, keepdim)
  */
 typedef struct prod_dim_int_node {
@@ -4400,7 +4528,7 @@ yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim, bool ke
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:358:
+ * backward, from derivatives.yaml:366:
  *   self: cumsum_backward(grad, dim)
  */
 typedef struct cumsum_node {
@@ -4451,7 +4579,7 @@ yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:361:
+ * backward, from derivatives.yaml:369:
  *   self: norm_backward(grad, self, ord, result, dim, keepdim)
  */
 typedef struct linalg_vector_norm_node {
@@ -4596,7 +4724,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:367:
+ * backward, from derivatives.yaml:375:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -4669,7 +4797,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:371:
+ * backward, from derivatives.yaml:379:
  *   self: sum_to(grad * beta, self.shape)
  *   mat1: mm(grad, mat2.t()) * alpha
  *   mat2: mm(mat1.t(), grad) * alpha
@@ -4763,7 +4891,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:376:
+ * backward, from derivatives.yaml:384:
  *   self: sum_to(grad * beta, self.shape)
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
@@ -5384,7 +5512,7 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:396:
+ * backward, from derivatives.yaml:404:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -5441,7 +5569,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:399:
+ * backward, from derivatives.yaml:407:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -5498,7 +5626,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:402:
+ * backward, from derivatives.yaml:410:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -5573,7 +5701,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:406:
+ * backward, from derivatives.yaml:414:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */

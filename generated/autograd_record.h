@@ -99,6 +99,10 @@ YT_INTERNAL yt_status yt__record_amin(yt_tensor *result, yt_tensor *self, const 
                                       int dim_len, bool keepdim);
 YT_INTERNAL yt_status yt__record_max(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_min(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                         int64_t dim, bool keepdim);
+YT_INTERNAL yt_status yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                         int64_t dim, bool keepdim);
 YT_INTERNAL yt_status yt__record_prod(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
                                               bool keepdim);

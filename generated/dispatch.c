@@ -347,6 +347,14 @@ const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_min,
 };
 
+const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_dim,
+};
+
+const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min_dim,
+};
+
 const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_argmax,
 };

@@ -411,6 +411,18 @@ typedef yt_status (*yt__min_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_min(yt_tensor *result, yt_tensor *self);
 
+typedef yt_status (*yt__max_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__min_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
 typedef yt_status (*yt__argmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                           bool keepdim);
 extern const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT];

@@ -194,7 +194,7 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
 }
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1013 */
+ * from ops.yaml:1044 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -234,7 +234,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1020 */
+ * from ops.yaml:1051 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -269,7 +269,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1027 */
+ * from ops.yaml:1058 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -304,7 +304,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:1034 */
+ * from ops.yaml:1065 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -317,7 +317,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1041 */
+ * from ops.yaml:1072 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -360,7 +360,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1048 */
+ * from ops.yaml:1079 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -398,7 +398,7 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1428; backward from derivatives.yaml:402 */
+ * from ops.yaml:1459; backward from derivatives.yaml:410 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -454,7 +454,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1445; backward from derivatives.yaml:406 */
+ * from ops.yaml:1476; backward from derivatives.yaml:414 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -516,7 +516,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1462 */
+ * from ops.yaml:1493 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -554,7 +554,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1470 */
+ * from ops.yaml:1501 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -596,7 +596,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:1478 */
+ * from ops.yaml:1509 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -627,7 +627,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1554 */
+ * from ops.yaml:1585 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -647,7 +647,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1565 */
+ * from ops.yaml:1596 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -669,7 +669,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1572 */
+ * from ops.yaml:1603 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -695,7 +695,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1579 */
+ * from ops.yaml:1610 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -735,7 +735,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1586 */
+ * from ops.yaml:1617 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -752,7 +752,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1593 */
+ * from ops.yaml:1624 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -781,7 +781,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1600 */
+ * from ops.yaml:1631 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -816,7 +816,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1607 */
+ * from ops.yaml:1638 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -861,7 +861,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1614; backward from derivatives.yaml:150 */
+ * from ops.yaml:1645; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -903,7 +903,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1622; backward from derivatives.yaml:153 */
+ * from ops.yaml:1653; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -608,8 +608,266 @@ yt_min(yt_tensor *self)
     return yt__scope_track(result);
 }
 
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:829; backward from derivatives.yaml:334 */
+yt_status
+yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
+{
+    return yt_max_dim_ex(self, dim, false, values, indices);
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:829; backward from derivatives.yaml:334 */
+yt_status
+yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("max", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "max", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "max", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__max_dim_kernel_fn kernel = yt__max_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "max: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status =
+        new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, keepdim);
+    if (status == YT_OK && recording)
+        status = yt__record_max_dim(new_values, new_indices, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:829; backward from derivatives.yaml:334 */
+yt_status
+yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    return yt_max_dim_ex_out(values, indices, self, dim, false);
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:829; backward from derivatives.yaml:334 */
+yt_status
+yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (values == NULL)
+        return yt__null_status("max_out", "values"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_status("max_out", "indices"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("max_out", "self"); /* keeps an earlier error */
+    if (values->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "max_out: values is on %s but self is on %s",
+                               yt_device_name(values->device), yt_device_name(self->device));
+    if (indices->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "max_out: indices is on %s but self is on %s",
+                               yt_device_name(indices->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "max_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "max_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__max_dim_kernel_fn kernel = yt__max_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "max_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {values, indices, self};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "max_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(values, &values_shape, values_dtype, result_device, "max_out", "values") !=
+        YT_OK)
+        return yt_errcode();
+    if (yt__check_out(indices, &indices_shape, indices_dtype, result_device, "max_out",
+                      "indices") != YT_OK)
+        return yt_errcode();
+    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous
+                                   ? values
+                                   : yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous
+                                    ? indices
+                                    : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = values_target == NULL || indices_target == NULL
+                           ? yt_errcode()
+                           : kernel(values_target, indices_target, self, dim, keepdim);
+    if (values_target != values) {
+        if (status == YT_OK)
+            status = yt__copy_into(values, values_target);
+        yt_release(values_target);
+    }
+    if (indices_target != indices) {
+        if (status == YT_OK)
+            status = yt__copy_into(indices, indices_target);
+        yt_release(indices_target);
+    }
+    if (status != YT_OK)
+        return status;
+    yt__bump_version(values);
+    yt__bump_version(indices);
+    return YT_OK;
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:845; backward from derivatives.yaml:338 */
+yt_status
+yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
+{
+    return yt_min_dim_ex(self, dim, false, values, indices);
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:845; backward from derivatives.yaml:338 */
+yt_status
+yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "min: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("min", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "min", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "min", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__min_dim_kernel_fn kernel = yt__min_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "min: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status =
+        new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, keepdim);
+    if (status == YT_OK && recording)
+        status = yt__record_min_dim(new_values, new_indices, self, dim, keepdim);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:845; backward from derivatives.yaml:338 */
+yt_status
+yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    return yt_min_dim_ex_out(values, indices, self, dim, false);
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:845; backward from derivatives.yaml:338 */
+yt_status
+yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    if (values == NULL)
+        return yt__null_status("min_out", "values"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_status("min_out", "indices"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("min_out", "self"); /* keeps an earlier error */
+    if (values->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "min_out: values is on %s but self is on %s",
+                               yt_device_name(values->device), yt_device_name(self->device));
+    if (indices->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "min_out: indices is on %s but self is on %s",
+                               yt_device_name(indices->device), yt_device_name(self->device));
+    if (yt__wrap_dim(&dim, self->dim, "min_out", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_reduce_dim(&values_shape, "min_out", self, dim, keepdim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__min_dim_kernel_fn kernel = yt__min_dim_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "min_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {values, indices, self};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "min_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(values, &values_shape, values_dtype, result_device, "min_out", "values") !=
+        YT_OK)
+        return yt_errcode();
+    if (yt__check_out(indices, &indices_shape, indices_dtype, result_device, "min_out",
+                      "indices") != YT_OK)
+        return yt_errcode();
+    yt_tensor *values_target = values->dtype == values_dtype && values->is_contiguous
+                                   ? values
+                                   : yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *indices_target = indices->dtype == indices_dtype && indices->is_contiguous
+                                    ? indices
+                                    : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = values_target == NULL || indices_target == NULL
+                           ? yt_errcode()
+                           : kernel(values_target, indices_target, self, dim, keepdim);
+    if (values_target != values) {
+        if (status == YT_OK)
+            status = yt__copy_into(values, values_target);
+        yt_release(values_target);
+    }
+    if (indices_target != indices) {
+        if (status == YT_OK)
+            status = yt__copy_into(indices, indices_target);
+        yt_release(indices_target);
+    }
+    if (status != YT_OK)
+        return status;
+    yt__bump_version(values);
+    yt__bump_version(indices);
+    return YT_OK;
+}
+
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:829 */
+ * from ops.yaml:860 */
 yt_tensor *
 yt_argmax(yt_tensor *self)
 {
@@ -617,7 +875,7 @@ yt_argmax(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:829 */
+ * from ops.yaml:860 */
 yt_tensor *
 yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -647,7 +905,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:829 */
+ * from ops.yaml:860 */
 yt_status
 yt_argmax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -655,7 +913,7 @@ yt_argmax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:829 */
+ * from ops.yaml:860 */
 yt_status
 yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -703,7 +961,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:844 */
+ * from ops.yaml:875 */
 yt_tensor *
 yt_argmin(yt_tensor *self)
 {
@@ -711,7 +969,7 @@ yt_argmin(yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:844 */
+ * from ops.yaml:875 */
 yt_tensor *
 yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -741,7 +999,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:844 */
+ * from ops.yaml:875 */
 yt_status
 yt_argmin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -749,7 +1007,7 @@ yt_argmin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:844 */
+ * from ops.yaml:875 */
 yt_status
 yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -797,7 +1055,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:858; backward from derivatives.yaml:340 */
+ * from ops.yaml:889; backward from derivatives.yaml:348 */
 yt_tensor *
 yt_prod(yt_tensor *self)
 {
@@ -805,7 +1063,7 @@ yt_prod(yt_tensor *self)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:858; backward from derivatives.yaml:340 */
+ * from ops.yaml:889; backward from derivatives.yaml:348 */
 yt_tensor *
 yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -836,7 +1094,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:872; backward from derivatives.yaml:343 */
+ * from ops.yaml:903; backward from derivatives.yaml:351 */
 yt_tensor *
 yt_prod_dim_int(yt_tensor *self, int64_t dim)
 {
@@ -844,7 +1102,7 @@ yt_prod_dim_int(yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:872; backward from derivatives.yaml:343 */
+ * from ops.yaml:903; backward from derivatives.yaml:351 */
 yt_tensor *
 yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -878,7 +1136,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:872; backward from derivatives.yaml:343 */
+ * from ops.yaml:903; backward from derivatives.yaml:351 */
 yt_status
 yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -886,7 +1144,7 @@ yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:872; backward from derivatives.yaml:343 */
+ * from ops.yaml:903; backward from derivatives.yaml:351 */
 yt_status
 yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -932,7 +1190,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
 }
 
 /* all(Tensor self) -> Tensor
- * from ops.yaml:887 */
+ * from ops.yaml:918 */
 yt_tensor *
 yt_all(yt_tensor *self)
 {
@@ -956,7 +1214,7 @@ yt_all(yt_tensor *self)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:899 */
+ * from ops.yaml:930 */
 yt_tensor *
 yt_all_dim(yt_tensor *self, int64_t dim)
 {
@@ -964,7 +1222,7 @@ yt_all_dim(yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:899 */
+ * from ops.yaml:930 */
 yt_tensor *
 yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -991,7 +1249,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:899 */
+ * from ops.yaml:930 */
 yt_status
 yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -999,7 +1257,7 @@ yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:899 */
+ * from ops.yaml:930 */
 yt_status
 yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1043,7 +1301,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any(Tensor self) -> Tensor
- * from ops.yaml:913 */
+ * from ops.yaml:944 */
 yt_tensor *
 yt_any(yt_tensor *self)
 {
@@ -1067,7 +1325,7 @@ yt_any(yt_tensor *self)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:925 */
+ * from ops.yaml:956 */
 yt_tensor *
 yt_any_dim(yt_tensor *self, int64_t dim)
 {
@@ -1075,7 +1333,7 @@ yt_any_dim(yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:925 */
+ * from ops.yaml:956 */
 yt_tensor *
 yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1102,7 +1360,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:925 */
+ * from ops.yaml:956 */
 yt_status
 yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1110,7 +1368,7 @@ yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:925 */
+ * from ops.yaml:956 */
 yt_status
 yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1154,7 +1412,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:939; backward from derivatives.yaml:358 */
+ * from ops.yaml:970; backward from derivatives.yaml:366 */
 yt_tensor *
 yt_cumsum(yt_tensor *self, int64_t dim)
 {
@@ -1162,7 +1420,7 @@ yt_cumsum(yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:939; backward from derivatives.yaml:358 */
+ * from ops.yaml:970; backward from derivatives.yaml:366 */
 yt_tensor *
 yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1195,7 +1453,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:939; backward from derivatives.yaml:358 */
+ * from ops.yaml:970; backward from derivatives.yaml:366 */
 yt_status
 yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1203,7 +1461,7 @@ yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:939; backward from derivatives.yaml:358 */
+ * from ops.yaml:970; backward from derivatives.yaml:366 */
 yt_status
 yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1250,7 +1508,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:954 */
+ * from ops.yaml:985 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1258,7 +1516,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:954 */
+ * from ops.yaml:985 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1284,7 +1542,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:967 */
+ * from ops.yaml:998 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1292,7 +1550,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:967 */
+ * from ops.yaml:998 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1317,7 +1575,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:981 */
+ * from ops.yaml:1012 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1325,7 +1583,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:981 */
+ * from ops.yaml:1012 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1350,7 +1608,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:994; backward from derivatives.yaml:361 */
+ * from ops.yaml:1025; backward from derivatives.yaml:369 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1358,7 +1616,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:994; backward from derivatives.yaml:361 */
+ * from ops.yaml:1025; backward from derivatives.yaml:369 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1415,7 +1673,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1392; backward from derivatives.yaml:396 */
+ * from ops.yaml:1423; backward from derivatives.yaml:404 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1423,7 +1681,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1392; backward from derivatives.yaml:396 */
+ * from ops.yaml:1423; backward from derivatives.yaml:404 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1462,7 +1720,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1410; backward from derivatives.yaml:399 */
+ * from ops.yaml:1441; backward from derivatives.yaml:407 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1470,7 +1728,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1410; backward from derivatives.yaml:399 */
+ * from ops.yaml:1441; backward from derivatives.yaml:407 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {

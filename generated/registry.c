@@ -376,6 +376,18 @@ static const op_info registry[] = {
         .doc = "Smallest element of `self`; NaN wins. An empty tensor is an error.",
     },
     {
+        .schema =
+            "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        .doc =
+            "Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest. A zero-size reduced dimension is an error.",
+    },
+    {
+        .schema =
+            "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        .doc =
+            "Smallest element along `dim` and the index of its first occurrence; a NaN counts as the smallest. A zero-size reduced dimension is an error.",
+    },
+    {
         .schema = "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
         .doc =
             "Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts as the largest. A zero-size reduced dimension is an error.",

@@ -8604,14 +8604,590 @@ call_min_916(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_917(yt_tensor *const *inputs, void *ctx)
+call_max_dim_values_917(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_918(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_919(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_920(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_921(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_922(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_923(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_924(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_925(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_926(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_927(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_928(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_929(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_930(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_931(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_932(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_933(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_934(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_935(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_936(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_max_dim_937(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_min_dim_values_938(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_939(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_940(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_941(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_942(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_943(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_944(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_945(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_946(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_947(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_948(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_949(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_950(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_951(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_952(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_953(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_min_dim_954(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_argmax_955(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmax_918(yt_tensor *const *inputs, void *ctx)
+out_argmax_956(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -8622,14 +9198,14 @@ out_argmax_918(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_919(yt_tensor *const *inputs, void *ctx)
+call_argmax_957(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_argmax_920(yt_tensor *const *inputs, void *ctx)
+out_argmax_958(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -8640,14 +9216,14 @@ out_argmax_920(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_921(yt_tensor *const *inputs, void *ctx)
+call_argmax_959(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-out_argmax_922(yt_tensor *const *inputs, void *ctx)
+out_argmax_960(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
@@ -8658,14 +9234,14 @@ out_argmax_922(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_923(yt_tensor *const *inputs, void *ctx)
+call_argmax_961(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], YT_NONE, false);
 }
 
 static yt_tensor *
-out_argmax_924(yt_tensor *const *inputs, void *ctx)
+out_argmax_962(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
@@ -8676,14 +9252,14 @@ out_argmax_924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmax_925(yt_tensor *const *inputs, void *ctx)
+call_argmax_963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmax_926(yt_tensor *const *inputs, void *ctx)
+out_argmax_964(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -8694,21 +9270,21 @@ out_argmax_926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmax_927(yt_tensor *const *inputs, void *ctx)
+error_argmax_965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmax_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argmin_928(yt_tensor *const *inputs, void *ctx)
+call_argmin_966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_argmin_929(yt_tensor *const *inputs, void *ctx)
+out_argmin_967(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -8719,14 +9295,14 @@ out_argmin_929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_930(yt_tensor *const *inputs, void *ctx)
+call_argmin_968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_argmin_931(yt_tensor *const *inputs, void *ctx)
+out_argmin_969(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -8737,14 +9313,14 @@ out_argmin_931(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_932(yt_tensor *const *inputs, void *ctx)
+call_argmin_970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-out_argmin_933(yt_tensor *const *inputs, void *ctx)
+out_argmin_971(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
@@ -8755,14 +9331,14 @@ out_argmin_933(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_argmin_934(yt_tensor *const *inputs, void *ctx)
+call_argmin_972(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], YT_NONE, false);
 }
 
 static yt_tensor *
-out_argmin_935(yt_tensor *const *inputs, void *ctx)
+out_argmin_973(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
@@ -8773,49 +9349,49 @@ out_argmin_935(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_argmin_936(yt_tensor *const *inputs, void *ctx)
+error_argmin_974(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argmin_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_prod_937(yt_tensor *const *inputs, void *ctx)
+call_prod_975(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_938(yt_tensor *const *inputs, void *ctx)
+call_prod_976(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_939(yt_tensor *const *inputs, void *ctx)
+call_prod_977(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_940(yt_tensor *const *inputs, void *ctx)
+call_prod_978(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_prod_dim_int_941(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_979(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_942(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_980(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -8826,14 +9402,14 @@ out_prod_dim_int_942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_943(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_981(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_944(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_982(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
@@ -8844,14 +9420,14 @@ out_prod_dim_int_944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_945(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_983(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_946(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_984(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
@@ -8862,14 +9438,14 @@ out_prod_dim_int_946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_prod_dim_int_947(yt_tensor *const *inputs, void *ctx)
+call_prod_dim_int_985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_prod_dim_int_948(yt_tensor *const *inputs, void *ctx)
+out_prod_dim_int_986(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
@@ -8880,35 +9456,35 @@ out_prod_dim_int_948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_prod_dim_int_949(yt_tensor *const *inputs, void *ctx)
+error_prod_dim_int_987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_all_950(yt_tensor *const *inputs, void *ctx)
+call_all_988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all(inputs[0]);
 }
 
 static yt_tensor *
-call_all_951(yt_tensor *const *inputs, void *ctx)
+call_all_989(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all(inputs[0]);
 }
 
 static yt_tensor *
-call_all_dim_952(yt_tensor *const *inputs, void *ctx)
+call_all_dim_990(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_all_dim_953(yt_tensor *const *inputs, void *ctx)
+out_all_dim_991(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -8919,14 +9495,14 @@ out_all_dim_953(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_dim_954(yt_tensor *const *inputs, void *ctx)
+call_all_dim_992(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_all_dim_955(yt_tensor *const *inputs, void *ctx)
+out_all_dim_993(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -8937,14 +9513,14 @@ out_all_dim_955(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_all_dim_956(yt_tensor *const *inputs, void *ctx)
+call_all_dim_994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_all_dim_957(yt_tensor *const *inputs, void *ctx)
+out_all_dim_995(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -8955,35 +9531,35 @@ out_all_dim_957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_all_dim_958(yt_tensor *const *inputs, void *ctx)
+error_all_dim_996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_all_dim_ex(inputs[0], 7, false);
 }
 
 static yt_tensor *
-call_any_959(yt_tensor *const *inputs, void *ctx)
+call_any_997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any(inputs[0]);
 }
 
 static yt_tensor *
-call_any_960(yt_tensor *const *inputs, void *ctx)
+call_any_998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any(inputs[0]);
 }
 
 static yt_tensor *
-call_any_dim_961(yt_tensor *const *inputs, void *ctx)
+call_any_dim_999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_any_dim_962(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1000(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -8994,14 +9570,14 @@ out_any_dim_962(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_dim_963(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-out_any_dim_964(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1002(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
@@ -9012,14 +9588,14 @@ out_any_dim_964(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_any_dim_965(yt_tensor *const *inputs, void *ctx)
+call_any_dim_1003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-out_any_dim_966(yt_tensor *const *inputs, void *ctx)
+out_any_dim_1004(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
@@ -9030,21 +9606,21 @@ out_any_dim_966(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_any_dim_967(yt_tensor *const *inputs, void *ctx)
+error_any_dim_1005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_any_dim_ex(inputs[0], 7, false);
 }
 
 static yt_tensor *
-call_cumsum_968(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_969(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1007(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
@@ -9055,14 +9631,14 @@ out_cumsum_969(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_970(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_971(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1009(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
@@ -9073,14 +9649,14 @@ out_cumsum_971(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_972(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1010(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_973(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1011(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -9091,14 +9667,14 @@ out_cumsum_973(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_974(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1012(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_975(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1013(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -9109,14 +9685,14 @@ out_cumsum_975(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cumsum_976(yt_tensor *const *inputs, void *ctx)
+call_cumsum_1014(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-out_cumsum_977(yt_tensor *const *inputs, void *ctx)
+out_cumsum_1015(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
@@ -9127,14 +9703,14 @@ out_cumsum_977(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_cumsum_978(yt_tensor *const *inputs, void *ctx)
+error_cumsum_1016(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_logsumexp_979(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1017(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9142,7 +9718,7 @@ call_logsumexp_979(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logsumexp_980(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1018(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9150,7 +9726,7 @@ call_logsumexp_980(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logsumexp_981(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1019(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9158,7 +9734,7 @@ call_logsumexp_981(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_logsumexp_982(yt_tensor *const *inputs, void *ctx)
+call_logsumexp_1020(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9166,7 +9742,7 @@ call_logsumexp_982(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logsumexp_983(yt_tensor *const *inputs, void *ctx)
+error_logsumexp_1021(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9174,7 +9750,7 @@ error_logsumexp_983(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_logsumexp_984(yt_tensor *const *inputs, void *ctx)
+error_logsumexp_1022(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9182,7 +9758,7 @@ error_logsumexp_984(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_985(yt_tensor *const *inputs, void *ctx)
+call_var_1023(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9190,7 +9766,7 @@ call_var_985(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_986(yt_tensor *const *inputs, void *ctx)
+call_var_1024(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9198,7 +9774,7 @@ call_var_986(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_987(yt_tensor *const *inputs, void *ctx)
+call_var_1025(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9206,14 +9782,14 @@ call_var_987(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_var_988(yt_tensor *const *inputs, void *ctx)
+call_var_1026(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
 }
 
 static yt_tensor *
-error_var_989(yt_tensor *const *inputs, void *ctx)
+error_var_1027(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9221,7 +9797,7 @@ error_var_989(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_var_990(yt_tensor *const *inputs, void *ctx)
+error_var_1028(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9229,7 +9805,7 @@ error_var_990(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_991(yt_tensor *const *inputs, void *ctx)
+call_std_1029(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9237,7 +9813,7 @@ call_std_991(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_992(yt_tensor *const *inputs, void *ctx)
+call_std_1030(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9245,7 +9821,7 @@ call_std_992(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_std_993(yt_tensor *const *inputs, void *ctx)
+call_std_1031(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9253,7 +9829,7 @@ call_std_993(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_994(yt_tensor *const *inputs, void *ctx)
+error_std_1032(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9261,7 +9837,7 @@ error_std_994(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_std_995(yt_tensor *const *inputs, void *ctx)
+error_std_1033(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9269,7 +9845,7 @@ error_std_995(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_996(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1034(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9277,7 +9853,7 @@ call_linalg_vector_norm_996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_997(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1035(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -9285,7 +9861,7 @@ call_linalg_vector_norm_997(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_998(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1036(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -9293,21 +9869,21 @@ call_linalg_vector_norm_998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linalg_vector_norm_999(yt_tensor *const *inputs, void *ctx)
+call_linalg_vector_norm_1037(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1000(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1038(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1001(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1039(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -9315,7 +9891,7 @@ error_linalg_vector_norm_1001(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_linalg_vector_norm_1002(yt_tensor *const *inputs, void *ctx)
+error_linalg_vector_norm_1040(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -9323,14 +9899,14 @@ error_linalg_vector_norm_1002(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1003(yt_tensor *const *inputs, void *ctx)
+call_mm_1041(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1004(yt_tensor *const *inputs, void *ctx)
+out_mm_1042(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9341,14 +9917,14 @@ out_mm_1004(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1005(yt_tensor *const *inputs, void *ctx)
+call_mm_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1006(yt_tensor *const *inputs, void *ctx)
+out_mm_1044(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9359,14 +9935,14 @@ out_mm_1006(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1007(yt_tensor *const *inputs, void *ctx)
+call_mm_1045(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1008(yt_tensor *const *inputs, void *ctx)
+out_mm_1046(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9377,14 +9953,14 @@ out_mm_1008(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1009(yt_tensor *const *inputs, void *ctx)
+call_mm_1047(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1010(yt_tensor *const *inputs, void *ctx)
+out_mm_1048(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9395,140 +9971,140 @@ out_mm_1010(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_1011(yt_tensor *const *inputs, void *ctx)
+error_mm_1049(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1012(yt_tensor *const *inputs, void *ctx)
+error_mm_1050(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1013(yt_tensor *const *inputs, void *ctx)
+error_mm_1051(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1014(yt_tensor *const *inputs, void *ctx)
+error_mm_1052(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1015(yt_tensor *const *inputs, void *ctx)
+call_matmul_1053(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1016(yt_tensor *const *inputs, void *ctx)
+call_matmul_1054(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1017(yt_tensor *const *inputs, void *ctx)
+call_matmul_1055(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1018(yt_tensor *const *inputs, void *ctx)
+call_matmul_1056(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1019(yt_tensor *const *inputs, void *ctx)
+call_matmul_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1020(yt_tensor *const *inputs, void *ctx)
+call_matmul_1058(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1021(yt_tensor *const *inputs, void *ctx)
+call_matmul_1059(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1022(yt_tensor *const *inputs, void *ctx)
+call_matmul_1060(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1023(yt_tensor *const *inputs, void *ctx)
+call_matmul_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1024(yt_tensor *const *inputs, void *ctx)
+call_matmul_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_1025(yt_tensor *const *inputs, void *ctx)
+call_matmul_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1026(yt_tensor *const *inputs, void *ctx)
+error_matmul_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1027(yt_tensor *const *inputs, void *ctx)
+error_matmul_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1028(yt_tensor *const *inputs, void *ctx)
+error_matmul_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_1029(yt_tensor *const *inputs, void *ctx)
+call_bmm_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1030(yt_tensor *const *inputs, void *ctx)
+out_bmm_1068(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9539,14 +10115,14 @@ out_bmm_1030(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1031(yt_tensor *const *inputs, void *ctx)
+call_bmm_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1032(yt_tensor *const *inputs, void *ctx)
+out_bmm_1070(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9557,14 +10133,14 @@ out_bmm_1032(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1033(yt_tensor *const *inputs, void *ctx)
+call_bmm_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1034(yt_tensor *const *inputs, void *ctx)
+out_bmm_1072(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9575,14 +10151,14 @@ out_bmm_1034(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1035(yt_tensor *const *inputs, void *ctx)
+call_bmm_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1036(yt_tensor *const *inputs, void *ctx)
+out_bmm_1074(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -9593,49 +10169,49 @@ out_bmm_1036(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_1037(yt_tensor *const *inputs, void *ctx)
+error_bmm_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1038(yt_tensor *const *inputs, void *ctx)
+error_bmm_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1039(yt_tensor *const *inputs, void *ctx)
+error_bmm_1077(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1040(yt_tensor *const *inputs, void *ctx)
+error_bmm_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1041(yt_tensor *const *inputs, void *ctx)
+error_bmm_1079(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_1042(yt_tensor *const *inputs, void *ctx)
+call_addmm_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_1043(yt_tensor *const *inputs, void *ctx)
+out_addmm_1081(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9647,14 +10223,14 @@ out_addmm_1043(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1044(yt_tensor *const *inputs, void *ctx)
+call_addmm_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1045(yt_tensor *const *inputs, void *ctx)
+out_addmm_1083(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9666,14 +10242,14 @@ out_addmm_1045(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1046(yt_tensor *const *inputs, void *ctx)
+call_addmm_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1047(yt_tensor *const *inputs, void *ctx)
+out_addmm_1085(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9685,14 +10261,14 @@ out_addmm_1047(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1048(yt_tensor *const *inputs, void *ctx)
+call_addmm_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1049(yt_tensor *const *inputs, void *ctx)
+out_addmm_1087(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9704,14 +10280,14 @@ out_addmm_1049(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1050(yt_tensor *const *inputs, void *ctx)
+call_addmm_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1051(yt_tensor *const *inputs, void *ctx)
+out_addmm_1089(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9723,63 +10299,63 @@ out_addmm_1051(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_1052(yt_tensor *const *inputs, void *ctx)
+error_addmm_1090(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1053(yt_tensor *const *inputs, void *ctx)
+error_addmm_1091(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1054(yt_tensor *const *inputs, void *ctx)
+error_addmm_1092(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1055(yt_tensor *const *inputs, void *ctx)
+error_addmm_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1056(yt_tensor *const *inputs, void *ctx)
+error_addmm_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1057(yt_tensor *const *inputs, void *ctx)
+error_addmm_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1058(yt_tensor *const *inputs, void *ctx)
+error_addmm_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_1059(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_1060(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1098(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -9791,14 +10367,14 @@ out_baddbmm_1060(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1061(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1099(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1062(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1100(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9810,14 +10386,14 @@ out_baddbmm_1062(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1063(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1064(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1102(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9829,14 +10405,14 @@ out_baddbmm_1064(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1065(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1066(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1104(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9848,14 +10424,14 @@ out_baddbmm_1066(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1067(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1068(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1106(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9867,210 +10443,210 @@ out_baddbmm_1068(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_1069(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1070(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1071(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1072(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1073(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1074(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1075(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1076(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_1077(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1115(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_1078(yt_tensor *const *inputs, void *ctx)
+call_dot_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1079(yt_tensor *const *inputs, void *ctx)
+call_dot_1117(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1080(yt_tensor *const *inputs, void *ctx)
+call_dot_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1081(yt_tensor *const *inputs, void *ctx)
+error_dot_1119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1082(yt_tensor *const *inputs, void *ctx)
+error_dot_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1083(yt_tensor *const *inputs, void *ctx)
+error_dot_1121(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1084(yt_tensor *const *inputs, void *ctx)
+error_dot_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1085(yt_tensor *const *inputs, void *ctx)
+call_outer_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1086(yt_tensor *const *inputs, void *ctx)
+call_outer_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1087(yt_tensor *const *inputs, void *ctx)
+call_outer_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1088(yt_tensor *const *inputs, void *ctx)
+error_outer_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1089(yt_tensor *const *inputs, void *ctx)
+error_outer_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1090(yt_tensor *const *inputs, void *ctx)
+error_outer_1128(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_1091(yt_tensor *const *inputs, void *ctx)
+call_t_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_1092(yt_tensor *const *inputs, void *ctx)
+call_t_1130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_1093(yt_tensor *const *inputs, void *ctx)
+error_t_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_1094(yt_tensor *const *inputs, void *ctx)
+call_transpose_1132(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_1095(yt_tensor *const *inputs, void *ctx)
+call_transpose_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_1096(yt_tensor *const *inputs, void *ctx)
+error_transpose_1134(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_1097(yt_tensor *const *inputs, void *ctx)
+error_transpose_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1098(yt_tensor *const *inputs, void *ctx)
+call_permute_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -10078,7 +10654,7 @@ call_permute_1098(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1099(yt_tensor *const *inputs, void *ctx)
+error_permute_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -10086,7 +10662,7 @@ error_permute_1099(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1100(yt_tensor *const *inputs, void *ctx)
+error_permute_1138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -10094,7 +10670,7 @@ error_permute_1100(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1101(yt_tensor *const *inputs, void *ctx)
+call_view_1139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -10102,7 +10678,7 @@ call_view_1101(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1102(yt_tensor *const *inputs, void *ctx)
+call_view_1140(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -10110,7 +10686,7 @@ call_view_1102(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1103(yt_tensor *const *inputs, void *ctx)
+call_reshape_1141(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -10118,7 +10694,7 @@ call_reshape_1103(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1104(yt_tensor *const *inputs, void *ctx)
+call_reshape_1142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -10126,7 +10702,7 @@ call_reshape_1104(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1105(yt_tensor *const *inputs, void *ctx)
+call_expand_1143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -10134,7 +10710,7 @@ call_expand_1105(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1106(yt_tensor *const *inputs, void *ctx)
+call_expand_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -10142,308 +10718,308 @@ call_expand_1106(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1107(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1108(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1109(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1110(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1111(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1112(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1113(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1151(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1114(yt_tensor *const *inputs, void *ctx)
+call_slice_1152(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1115(yt_tensor *const *inputs, void *ctx)
+call_slice_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1116(yt_tensor *const *inputs, void *ctx)
+error_slice_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1117(yt_tensor *const *inputs, void *ctx)
+error_slice_1155(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1118(yt_tensor *const *inputs, void *ctx)
+call_select_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1119(yt_tensor *const *inputs, void *ctx)
+call_select_1157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1120(yt_tensor *const *inputs, void *ctx)
+error_select_1158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1121(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1159(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_softmax_1122(yt_tensor *const *inputs, void *ctx)
+call_softmax_1160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1123(yt_tensor *const *inputs, void *ctx)
+call_softmax_1161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1124(yt_tensor *const *inputs, void *ctx)
+call_softmax_1162(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1125(yt_tensor *const *inputs, void *ctx)
+call_softmax_1163(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1126(yt_tensor *const *inputs, void *ctx)
+call_softmax_1164(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1127(yt_tensor *const *inputs, void *ctx)
+error_softmax_1165(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1128(yt_tensor *const *inputs, void *ctx)
+error_softmax_1166(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1129(yt_tensor *const *inputs, void *ctx)
+error_softmax_1167(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1130(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1168(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1131(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1169(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1132(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1170(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1133(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1171(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1134(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1172(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1135(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1136(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1174(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1137(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1138(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1139(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1177(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1140(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1141(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1142(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1143(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1181(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1144(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1145(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1183(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1146(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1147(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1148(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1186(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1149(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1187(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_zeros_1150(yt_tensor *const *inputs, void *ctx)
+call_zeros_1188(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10452,7 +11028,7 @@ call_zeros_1150(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1151(yt_tensor *const *inputs, void *ctx)
+call_ones_1189(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10461,7 +11037,7 @@ call_ones_1151(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1152(yt_tensor *const *inputs, void *ctx)
+call_full_1190(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10470,7 +11046,7 @@ call_full_1152(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1153(yt_tensor *const *inputs, void *ctx)
+call_arange_1191(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10478,7 +11054,7 @@ call_arange_1153(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1154(yt_tensor *const *inputs, void *ctx)
+call_rand_1192(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10487,7 +11063,7 @@ call_rand_1154(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1155(yt_tensor *const *inputs, void *ctx)
+error_rand_1193(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10496,7 +11072,7 @@ error_rand_1155(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1156(yt_tensor *const *inputs, void *ctx)
+call_randn_1194(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10505,7 +11081,7 @@ call_randn_1156(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1157(yt_tensor *const *inputs, void *ctx)
+error_randn_1195(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10514,7 +11090,7 @@ error_randn_1157(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1158(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1196(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -10522,7 +11098,7 @@ call_sum_to_1158(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1159(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -10530,7 +11106,7 @@ call_sum_to_1159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1160(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1198(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -14675,146 +15251,348 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "argmax",
-        .where = "ops.yaml:837 sample 0",
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_917,
+        .call = call_max_dim_values_917,
         .call_inplace = NULL,
-        .call_out = out_argmax_918,
+        .call_out = out_max_dim_values_918,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_919,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_920,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "argmax",
-        .where = "ops.yaml:837 sample 1",
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_919,
+        .call = call_max_dim_values_921,
         .call_inplace = NULL,
-        .call_out = out_argmax_920,
-        .differentiable = false,
+        .call_out = out_max_dim_values_922,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "argmax",
-        .where = "ops.yaml:837 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argmax_921,
-        .call_inplace = NULL,
-        .call_out = out_argmax_922,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:837 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_923,
-        .call_inplace = NULL,
-        .call_out = out_argmax_924,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmax",
-        .where = "ops.yaml:837 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argmax_925,
-        .call_inplace = NULL,
-        .call_out = out_argmax_926,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:852 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_928,
-        .call_inplace = NULL,
-        .call_out = out_argmin_929,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:852 sample 1",
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_930,
+        .call = call_max_dim_indices_923,
         .call_inplace = NULL,
-        .call_out = out_argmin_931,
+        .call_out = out_max_dim_indices_924,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "argmin",
-        .where = "ops.yaml:852 sample 2",
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argmin_932,
+        .call = call_max_dim_values_925,
         .call_inplace = NULL,
-        .call_out = out_argmin_933,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "argmin",
-        .where = "ops.yaml:852 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_argmin_934,
-        .call_inplace = NULL,
-        .call_out = out_argmin_935,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "prod",
-        .where = "ops.yaml:866 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_937,
-        .call_inplace = NULL,
-        .call_out = NULL,
+        .call_out = out_max_dim_values_926,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "prod",
-        .where = "ops.yaml:866 sample 1",
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_prod_938,
+        .call = call_max_dim_indices_927,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_max_dim_indices_928,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "prod",
-        .where = "ops.yaml:866 sample 2",
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result values",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_939,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_929,
         .call_inplace = NULL,
-        .call_out = NULL,
+        .call_out = out_max_dim_values_930,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "prod",
-        .where = "ops.yaml:866 sample 3",
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_931,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_932,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_940,
+        .call = call_max_dim_values_933,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_934,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_935,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_936,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_938,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_939,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_940,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_941,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_942,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_943,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_944,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_945,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_values_946,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_947,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_indices_948,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_949,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_950,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_951,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_952,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_953,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_955,
+        .call_inplace = NULL,
+        .call_out = out_argmax_956,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_957,
+        .call_inplace = NULL,
+        .call_out = out_argmax_958,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmax_959,
+        .call_inplace = NULL,
+        .call_out = out_argmax_960,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_961,
+        .call_inplace = NULL,
+        .call_out = out_argmax_962,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_963,
+        .call_inplace = NULL,
+        .call_out = out_argmax_964,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_966,
+        .call_inplace = NULL,
+        .call_out = out_argmin_967,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_968,
+        .call_inplace = NULL,
+        .call_out = out_argmin_969,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmin_970,
+        .call_inplace = NULL,
+        .call_out = out_argmin_971,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_972,
+        .call_inplace = NULL,
+        .call_out = out_argmin_973,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_975,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_976,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_977,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_978,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14822,55 +15600,55 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:881 sample 0",
+        .where = "ops.yaml:912 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_941,
+        .call = call_prod_dim_int_979,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_942,
+        .call_out = out_prod_dim_int_980,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:881 sample 1",
+        .where = "ops.yaml:912 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_943,
+        .call = call_prod_dim_int_981,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_944,
+        .call_out = out_prod_dim_int_982,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:881 sample 2",
+        .where = "ops.yaml:912 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_prod_dim_int_945,
+        .call = call_prod_dim_int_983,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_946,
+        .call_out = out_prod_dim_int_984,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:881 sample 3",
+        .where = "ops.yaml:912 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_prod_dim_int_947,
+        .call = call_prod_dim_int_985,
         .call_inplace = NULL,
-        .call_out = out_prod_dim_int_948,
+        .call_out = out_prod_dim_int_986,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "all",
-        .where = "ops.yaml:895 sample 0",
+        .where = "ops.yaml:926 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_all_950,
+        .call = call_all_988,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14878,10 +15656,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "all",
-        .where = "ops.yaml:895 sample 1",
+        .where = "ops.yaml:926 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_all_951,
+        .call = call_all_989,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14889,44 +15667,44 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "all.dim",
-        .where = "ops.yaml:908 sample 0",
+        .where = "ops.yaml:939 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_all_dim_952,
+        .call = call_all_dim_990,
         .call_inplace = NULL,
-        .call_out = out_all_dim_953,
+        .call_out = out_all_dim_991,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "all.dim",
-        .where = "ops.yaml:908 sample 1",
+        .where = "ops.yaml:939 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_all_dim_954,
+        .call = call_all_dim_992,
         .call_inplace = NULL,
-        .call_out = out_all_dim_955,
+        .call_out = out_all_dim_993,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "all.dim",
-        .where = "ops.yaml:908 sample 2",
+        .where = "ops.yaml:939 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_all_dim_956,
+        .call = call_all_dim_994,
         .call_inplace = NULL,
-        .call_out = out_all_dim_957,
+        .call_out = out_all_dim_995,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "any",
-        .where = "ops.yaml:921 sample 0",
+        .where = "ops.yaml:952 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_any_959,
+        .call = call_any_997,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14934,10 +15712,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "any",
-        .where = "ops.yaml:921 sample 1",
+        .where = "ops.yaml:952 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_any_960,
+        .call = call_any_998,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14945,100 +15723,100 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:934 sample 0",
+        .where = "ops.yaml:965 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_any_dim_961,
+        .call = call_any_dim_999,
         .call_inplace = NULL,
-        .call_out = out_any_dim_962,
+        .call_out = out_any_dim_1000,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:934 sample 1",
+        .where = "ops.yaml:965 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_any_dim_963,
+        .call = call_any_dim_1001,
         .call_inplace = NULL,
-        .call_out = out_any_dim_964,
+        .call_out = out_any_dim_1002,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:934 sample 2",
+        .where = "ops.yaml:965 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_any_dim_965,
+        .call = call_any_dim_1003,
         .call_inplace = NULL,
-        .call_out = out_any_dim_966,
+        .call_out = out_any_dim_1004,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:947 sample 0",
+        .where = "ops.yaml:978 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_968,
+        .call = call_cumsum_1006,
         .call_inplace = NULL,
-        .call_out = out_cumsum_969,
+        .call_out = out_cumsum_1007,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:947 sample 1",
+        .where = "ops.yaml:978 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_970,
+        .call = call_cumsum_1008,
         .call_inplace = NULL,
-        .call_out = out_cumsum_971,
+        .call_out = out_cumsum_1009,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:947 sample 2",
+        .where = "ops.yaml:978 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_cumsum_972,
+        .call = call_cumsum_1010,
         .call_inplace = NULL,
-        .call_out = out_cumsum_973,
+        .call_out = out_cumsum_1011,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:947 sample 3",
+        .where = "ops.yaml:978 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_974,
+        .call = call_cumsum_1012,
         .call_inplace = NULL,
-        .call_out = out_cumsum_975,
+        .call_out = out_cumsum_1013,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:947 sample 4",
+        .where = "ops.yaml:978 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cumsum_976,
+        .call = call_cumsum_1014,
         .call_inplace = NULL,
-        .call_out = out_cumsum_977,
+        .call_out = out_cumsum_1015,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:961 sample 0",
+        .where = "ops.yaml:992 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_979,
+        .call = call_logsumexp_1017,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15046,10 +15824,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:961 sample 1",
+        .where = "ops.yaml:992 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_980,
+        .call = call_logsumexp_1018,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15057,11 +15835,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:961 sample 2",
+        .where = "ops.yaml:992 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_logsumexp_981,
+        .call = call_logsumexp_1019,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15069,10 +15847,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:961 sample 3",
+        .where = "ops.yaml:992 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_logsumexp_982,
+        .call = call_logsumexp_1020,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15080,10 +15858,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:974 sample 0",
+        .where = "ops.yaml:1005 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_985,
+        .call = call_var_1023,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15091,10 +15869,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:974 sample 1",
+        .where = "ops.yaml:1005 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_986,
+        .call = call_var_1024,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15102,11 +15880,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:974 sample 2",
+        .where = "ops.yaml:1005 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_var_987,
+        .call = call_var_1025,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15114,10 +15892,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:974 sample 3",
+        .where = "ops.yaml:1005 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_var_988,
+        .call = call_var_1026,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15125,10 +15903,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:988 sample 0",
+        .where = "ops.yaml:1019 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_std_991,
+        .call = call_std_1029,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15136,10 +15914,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:988 sample 1",
+        .where = "ops.yaml:1019 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_std_992,
+        .call = call_std_1030,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15147,11 +15925,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:988 sample 2",
+        .where = "ops.yaml:1019 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_std_993,
+        .call = call_std_1031,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15159,10 +15937,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1006 sample 0",
+        .where = "ops.yaml:1037 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_996,
+        .call = call_linalg_vector_norm_1034,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15170,10 +15948,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1006 sample 1",
+        .where = "ops.yaml:1037 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_997,
+        .call = call_linalg_vector_norm_1035,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15181,11 +15959,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1006 sample 2",
+        .where = "ops.yaml:1037 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_linalg_vector_norm_998,
+        .call = call_linalg_vector_norm_1036,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15193,10 +15971,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1006 sample 3",
+        .where = "ops.yaml:1037 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linalg_vector_norm_999,
+        .call = call_linalg_vector_norm_1037,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15204,61 +15982,61 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1072 sample 0",
+        .where = "ops.yaml:1103 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1003,
+        .call = call_mm_1041,
         .call_inplace = NULL,
-        .call_out = out_mm_1004,
+        .call_out = out_mm_1042,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1072 sample 1",
+        .where = "ops.yaml:1103 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_1005,
+        .call = call_mm_1043,
         .call_inplace = NULL,
-        .call_out = out_mm_1006,
+        .call_out = out_mm_1044,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1072 sample 2",
+        .where = "ops.yaml:1103 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1007,
+        .call = call_mm_1045,
         .call_inplace = NULL,
-        .call_out = out_mm_1008,
+        .call_out = out_mm_1046,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1072 sample 3",
+        .where = "ops.yaml:1103 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1009,
+        .call = call_mm_1047,
         .call_inplace = NULL,
-        .call_out = out_mm_1010,
+        .call_out = out_mm_1048,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 0",
+        .where = "ops.yaml:1121 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1015,
+        .call = call_matmul_1053,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15266,11 +16044,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 1",
+        .where = "ops.yaml:1121 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1016,
+        .call = call_matmul_1054,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15278,11 +16056,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 2",
+        .where = "ops.yaml:1121 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1017,
+        .call = call_matmul_1055,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15290,11 +16068,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 3",
+        .where = "ops.yaml:1121 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1018,
+        .call = call_matmul_1056,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15302,11 +16080,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 4",
+        .where = "ops.yaml:1121 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1019,
+        .call = call_matmul_1057,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15314,11 +16092,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 5",
+        .where = "ops.yaml:1121 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1020,
+        .call = call_matmul_1058,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15326,7 +16104,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 6",
+        .where = "ops.yaml:1121 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -15334,7 +16112,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_1021,
+        .call = call_matmul_1059,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15342,11 +16120,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 7",
+        .where = "ops.yaml:1121 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1022,
+        .call = call_matmul_1060,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15354,11 +16132,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 8",
+        .where = "ops.yaml:1121 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1023,
+        .call = call_matmul_1061,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15366,7 +16144,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 9",
+        .where = "ops.yaml:1121 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -15374,7 +16152,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_1024,
+        .call = call_matmul_1062,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15382,11 +16160,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1090 sample 10",
+        .where = "ops.yaml:1121 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1025,
+        .call = call_matmul_1063,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15394,19 +16172,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1120 sample 0",
+        .where = "ops.yaml:1151 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1029,
+        .call = call_bmm_1067,
         .call_inplace = NULL,
-        .call_out = out_bmm_1030,
+        .call_out = out_bmm_1068,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1120 sample 1",
+        .where = "ops.yaml:1151 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -15418,119 +16196,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_1031,
+        .call = call_bmm_1069,
         .call_inplace = NULL,
-        .call_out = out_bmm_1032,
+        .call_out = out_bmm_1070,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1120 sample 2",
+        .where = "ops.yaml:1151 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1033,
+        .call = call_bmm_1071,
         .call_inplace = NULL,
-        .call_out = out_bmm_1034,
+        .call_out = out_bmm_1072,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1120 sample 3",
+        .where = "ops.yaml:1151 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1035,
+        .call = call_bmm_1073,
         .call_inplace = NULL,
-        .call_out = out_bmm_1036,
+        .call_out = out_bmm_1074,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1147 sample 0",
+        .where = "ops.yaml:1178 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1042,
+        .call = call_addmm_1080,
         .call_inplace = NULL,
-        .call_out = out_addmm_1043,
+        .call_out = out_addmm_1081,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1147 sample 1",
+        .where = "ops.yaml:1178 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_1044,
+        .call = call_addmm_1082,
         .call_inplace = NULL,
-        .call_out = out_addmm_1045,
+        .call_out = out_addmm_1083,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1147 sample 2",
+        .where = "ops.yaml:1178 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1046,
+        .call = call_addmm_1084,
         .call_inplace = NULL,
-        .call_out = out_addmm_1047,
+        .call_out = out_addmm_1085,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1147 sample 3",
+        .where = "ops.yaml:1178 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1048,
+        .call = call_addmm_1086,
         .call_inplace = NULL,
-        .call_out = out_addmm_1049,
+        .call_out = out_addmm_1087,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1147 sample 4",
+        .where = "ops.yaml:1178 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1050,
+        .call = call_addmm_1088,
         .call_inplace = NULL,
-        .call_out = out_addmm_1051,
+        .call_out = out_addmm_1089,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1179 sample 0",
+        .where = "ops.yaml:1210 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1059,
+        .call = call_baddbmm_1097,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1060,
+        .call_out = out_baddbmm_1098,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1179 sample 1",
+        .where = "ops.yaml:1210 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -15539,15 +16317,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1061,
+        .call = call_baddbmm_1099,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1062,
+        .call_out = out_baddbmm_1100,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1179 sample 2",
+        .where = "ops.yaml:1210 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -15556,45 +16334,45 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_1063,
+        .call = call_baddbmm_1101,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1064,
+        .call_out = out_baddbmm_1102,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1179 sample 3",
+        .where = "ops.yaml:1210 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1065,
+        .call = call_baddbmm_1103,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1066,
+        .call_out = out_baddbmm_1104,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1179 sample 4",
+        .where = "ops.yaml:1210 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1067,
+        .call = call_baddbmm_1105,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1068,
+        .call_out = out_baddbmm_1106,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1200 sample 0",
+        .where = "ops.yaml:1231 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1078,
+        .call = call_dot_1116,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15602,11 +16380,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1200 sample 1",
+        .where = "ops.yaml:1231 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1079,
+        .call = call_dot_1117,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15614,11 +16392,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1200 sample 2",
+        .where = "ops.yaml:1231 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1080,
+        .call = call_dot_1118,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15626,11 +16404,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1217 sample 0",
+        .where = "ops.yaml:1248 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1085,
+        .call = call_outer_1123,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15638,11 +16416,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1217 sample 1",
+        .where = "ops.yaml:1248 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1086,
+        .call = call_outer_1124,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15650,11 +16428,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1217 sample 2",
+        .where = "ops.yaml:1248 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1087,
+        .call = call_outer_1125,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15662,10 +16440,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1257 sample 0",
+        .where = "ops.yaml:1288 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1091,
+        .call = call_t_1129,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15673,10 +16451,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1257 sample 1",
+        .where = "ops.yaml:1288 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1092,
+        .call = call_t_1130,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15684,10 +16462,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1268 sample 0",
+        .where = "ops.yaml:1299 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1094,
+        .call = call_transpose_1132,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15695,10 +16473,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1268 sample 1",
+        .where = "ops.yaml:1299 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1095,
+        .call = call_transpose_1133,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15706,10 +16484,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1282 sample 0",
+        .where = "ops.yaml:1313 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1098,
+        .call = call_permute_1136,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15717,10 +16495,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1291 sample 0",
+        .where = "ops.yaml:1322 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1101,
+        .call = call_view_1139,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15728,10 +16506,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1291 sample 1",
+        .where = "ops.yaml:1322 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1102,
+        .call = call_view_1140,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15739,10 +16517,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1301 sample 0",
+        .where = "ops.yaml:1332 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1103,
+        .call = call_reshape_1141,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15750,11 +16528,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1301 sample 1",
+        .where = "ops.yaml:1332 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1104,
+        .call = call_reshape_1142,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15762,10 +16540,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1311 sample 0",
+        .where = "ops.yaml:1342 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1105,
+        .call = call_expand_1143,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15773,10 +16551,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1311 sample 1",
+        .where = "ops.yaml:1342 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1106,
+        .call = call_expand_1144,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15784,10 +16562,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1321 sample 0",
+        .where = "ops.yaml:1352 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1107,
+        .call = call_squeeze_1145,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15795,10 +16573,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1331 sample 0",
+        .where = "ops.yaml:1362 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1108,
+        .call = call_squeeze_dim_1146,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15806,10 +16584,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1331 sample 1",
+        .where = "ops.yaml:1362 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1109,
+        .call = call_squeeze_dim_1147,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15817,10 +16595,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1342 sample 0",
+        .where = "ops.yaml:1373 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1111,
+        .call = call_unsqueeze_1149,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15828,10 +16606,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1342 sample 1",
+        .where = "ops.yaml:1373 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1112,
+        .call = call_unsqueeze_1150,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15839,10 +16617,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1356 sample 0",
+        .where = "ops.yaml:1387 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1114,
+        .call = call_slice_1152,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15850,10 +16628,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1356 sample 1",
+        .where = "ops.yaml:1387 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1115,
+        .call = call_slice_1153,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15861,10 +16639,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1367 sample 0",
+        .where = "ops.yaml:1398 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1118,
+        .call = call_select_1156,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15872,10 +16650,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1367 sample 1",
+        .where = "ops.yaml:1398 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1119,
+        .call = call_select_1157,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15883,11 +16661,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1377 sample 0",
+        .where = "ops.yaml:1408 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1121,
+        .call = call_contiguous_1159,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15895,10 +16673,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1403 sample 0",
+        .where = "ops.yaml:1434 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1122,
+        .call = call_softmax_1160,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15906,10 +16684,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1403 sample 1",
+        .where = "ops.yaml:1434 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1123,
+        .call = call_softmax_1161,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15917,11 +16695,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1403 sample 2",
+        .where = "ops.yaml:1434 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1124,
+        .call = call_softmax_1162,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15929,10 +16707,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1403 sample 3",
+        .where = "ops.yaml:1434 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1125,
+        .call = call_softmax_1163,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15940,10 +16718,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1403 sample 4",
+        .where = "ops.yaml:1434 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1126,
+        .call = call_softmax_1164,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15951,10 +16729,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1421 sample 0",
+        .where = "ops.yaml:1452 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1130,
+        .call = call_log_softmax_1168,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15962,10 +16740,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1421 sample 1",
+        .where = "ops.yaml:1452 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1131,
+        .call = call_log_softmax_1169,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15973,11 +16751,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1421 sample 2",
+        .where = "ops.yaml:1452 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1132,
+        .call = call_log_softmax_1170,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15985,10 +16763,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1421 sample 3",
+        .where = "ops.yaml:1452 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1133,
+        .call = call_log_softmax_1171,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15996,10 +16774,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1421 sample 4",
+        .where = "ops.yaml:1452 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1134,
+        .call = call_log_softmax_1172,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16007,11 +16785,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1439 sample 0",
+        .where = "ops.yaml:1470 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1138,
+        .call = call_softmax_backward_data_1176,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16019,11 +16797,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1439 sample 1",
+        .where = "ops.yaml:1470 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1139,
+        .call = call_softmax_backward_data_1177,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16031,7 +16809,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1439 sample 2",
+        .where = "ops.yaml:1470 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -16039,7 +16817,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1140,
+        .call = call_softmax_backward_data_1178,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16047,11 +16825,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1456 sample 0",
+        .where = "ops.yaml:1487 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1144,
+        .call = call_log_softmax_backward_data_1182,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16059,11 +16837,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1456 sample 1",
+        .where = "ops.yaml:1487 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1145,
+        .call = call_log_softmax_backward_data_1183,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16071,7 +16849,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1456 sample 2",
+        .where = "ops.yaml:1487 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -16079,7 +16857,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1146,
+        .call = call_log_softmax_backward_data_1184,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -16087,9 +16865,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1491 sample 0",
+        .where = "ops.yaml:1522 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1150,
+        .call = call_zeros_1188,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16097,9 +16875,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1499 sample 0",
+        .where = "ops.yaml:1530 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1151,
+        .call = call_ones_1189,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16107,9 +16885,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1507 sample 0",
+        .where = "ops.yaml:1538 sample 0",
         .n_inputs = 0,
-        .call = call_full_1152,
+        .call = call_full_1190,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16117,9 +16895,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1522 sample 0",
+        .where = "ops.yaml:1553 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1153,
+        .call = call_arange_1191,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16127,9 +16905,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1530 sample 0",
+        .where = "ops.yaml:1561 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1154,
+        .call = call_rand_1192,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16137,9 +16915,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1541 sample 0",
+        .where = "ops.yaml:1572 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1156,
+        .call = call_randn_1194,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16147,10 +16925,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1560 sample 0",
+        .where = "ops.yaml:1591 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1158,
+        .call = call_sum_to_1196,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16158,10 +16936,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1560 sample 1",
+        .where = "ops.yaml:1591 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1159,
+        .call = call_sum_to_1197,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16869,737 +17647,755 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "amin: ",
     },
     {
+        .op = "max.dim",
+        .what = "ops.yaml:829: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_dim_937,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "max: ",
+    },
+    {
+        .op = "min.dim",
+        .what = "ops.yaml:845: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_min_dim_954,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "min: ",
+    },
+    {
         .op = "argmax",
-        .what = "ops.yaml:829: dtype of self",
+        .what = "ops.yaml:860: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmax_927,
+        .call = error_argmax_965,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmax: ",
     },
     {
         .op = "argmin",
-        .what = "ops.yaml:844: dtype of self",
+        .what = "ops.yaml:875: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_argmin_936,
+        .call = error_argmin_974,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "argmin: ",
     },
     {
         .op = "prod.dim_int",
-        .what = "ops.yaml:872: dim out of range",
+        .what = "ops.yaml:903: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_prod_dim_int_949,
+        .call = error_prod_dim_int_987,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "prod: ",
     },
     {
         .op = "all.dim",
-        .what = "ops.yaml:899: dim out of range",
+        .what = "ops.yaml:930: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_all_dim_958,
+        .call = error_all_dim_996,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "all: ",
     },
     {
         .op = "any.dim",
-        .what = "ops.yaml:925: dim out of range",
+        .what = "ops.yaml:956: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_any_dim_967,
+        .call = error_any_dim_1005,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "any: ",
     },
     {
         .op = "cumsum",
-        .what = "ops.yaml:939: dim out of range",
+        .what = "ops.yaml:970: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_cumsum_978,
+        .call = error_cumsum_1016,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cumsum: ",
     },
     {
         .op = "logsumexp",
-        .what = "ops.yaml:954: dtype of self",
+        .what = "ops.yaml:985: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_logsumexp_983,
+        .call = error_logsumexp_1021,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "logsumexp: ",
     },
     {
         .op = "logsumexp",
-        .what = "ops.yaml:954: dim out of range",
+        .what = "ops.yaml:985: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_logsumexp_984,
+        .call = error_logsumexp_1022,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "logsumexp: ",
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:967: dtype of self",
+        .what = "ops.yaml:998: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_var_989,
+        .call = error_var_1027,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "var: ",
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:967: dim out of range",
+        .what = "ops.yaml:998: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_var_990,
+        .call = error_var_1028,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "var: ",
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:981: dtype of self",
+        .what = "ops.yaml:1012: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_std_994,
+        .call = error_std_1032,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "std: ",
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:981: dim out of range",
+        .what = "ops.yaml:1012: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_std_995,
+        .call = error_std_1033,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "std: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1001: is_floating(result_dtype)",
+        .what = "ops.yaml:1032: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1000,
+        .call = error_linalg_vector_norm_1038,
         .expect = 0,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:994: dtype of self",
+        .what = "ops.yaml:1025: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_linalg_vector_norm_1001,
+        .call = error_linalg_vector_norm_1039,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:994: dim out of range",
+        .what = "ops.yaml:1025: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linalg_vector_norm_1002,
+        .call = error_linalg_vector_norm_1040,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1063: self.dim == 2",
+        .what = "ops.yaml:1094: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1011,
+        .call = error_mm_1049,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1065: mat2.dim == 2",
+        .what = "ops.yaml:1096: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1012,
+        .call = error_mm_1050,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1067: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1098: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1013,
+        .call = error_mm_1051,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1057: dtype of self",
+        .what = "ops.yaml:1088: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1014,
+        .call = error_mm_1052,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1084: self.dim >= 1",
+        .what = "ops.yaml:1115: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1026,
+        .call = error_matmul_1064,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1086: other.dim >= 1",
+        .what = "ops.yaml:1117: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1027,
+        .call = error_matmul_1065,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1078: dtype of self",
+        .what = "ops.yaml:1109: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1028,
+        .call = error_matmul_1066,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1109: self.dim == 3",
+        .what = "ops.yaml:1140: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1037,
+        .call = error_bmm_1075,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1111: mat2.dim == 3",
+        .what = "ops.yaml:1142: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1038,
+        .call = error_bmm_1076,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1113: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1144: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1039,
+        .call = error_bmm_1077,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1115: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1146: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1040,
+        .call = error_bmm_1078,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1103: dtype of self",
+        .what = "ops.yaml:1134: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1041,
+        .call = error_bmm_1079,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1132: mat1.dim == 2",
+        .what = "ops.yaml:1163: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1052,
+        .call = error_addmm_1090,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1134: mat2.dim == 2",
+        .what = "ops.yaml:1165: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1053,
+        .call = error_addmm_1091,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1136: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1167: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1054,
+        .call = error_addmm_1092,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1138: self.dim <= 2",
+        .what = "ops.yaml:1169: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1055,
+        .call = error_addmm_1093,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1140: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1171: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1056,
+        .call = error_addmm_1094,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1142: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1173: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1057,
+        .call = error_addmm_1095,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1126: dtype of self",
+        .what = "ops.yaml:1157: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1058,
+        .call = error_addmm_1096,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1160: batch1.dim == 3",
+        .what = "ops.yaml:1191: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1069,
+        .call = error_baddbmm_1107,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1162: batch2.dim == 3",
+        .what = "ops.yaml:1193: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1070,
+        .call = error_baddbmm_1108,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1164: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1195: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1071,
+        .call = error_baddbmm_1109,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1166: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1197: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1072,
+        .call = error_baddbmm_1110,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1168: self.dim <= 3",
+        .what = "ops.yaml:1199: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1073,
+        .call = error_baddbmm_1111,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1170: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1201: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1074,
+        .call = error_baddbmm_1112,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1172: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1203: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1075,
+        .call = error_baddbmm_1113,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1174: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+            "ops.yaml:1205: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1076,
+        .call = error_baddbmm_1114,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1154: dtype of self",
+        .what = "ops.yaml:1185: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1077,
+        .call = error_baddbmm_1115,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1192: self.dim == 1",
+        .what = "ops.yaml:1223: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1081,
+        .call = error_dot_1119,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1194: tensor.dim == 1",
+        .what = "ops.yaml:1225: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1082,
+        .call = error_dot_1120,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1196: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1227: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1083,
+        .call = error_dot_1121,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1186: dtype of self",
+        .what = "ops.yaml:1217: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1084,
+        .call = error_dot_1122,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1211: self.dim == 1",
+        .what = "ops.yaml:1242: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1088,
+        .call = error_outer_1126,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1213: vec2.dim == 1",
+        .what = "ops.yaml:1244: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1089,
+        .call = error_outer_1127,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1205: dtype of self",
+        .what = "ops.yaml:1236: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1090,
+        .call = error_outer_1128,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:1253: self.dim <= 2",
+        .what = "ops.yaml:1284: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1093,
+        .call = error_t_1131,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1261: dim0 out of range",
+        .what = "ops.yaml:1292: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1096,
+        .call = error_transpose_1134,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1261: dim1 out of range",
+        .what = "ops.yaml:1292: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1097,
+        .call = error_transpose_1135,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1278: len(dims) == self.dim",
+        .what = "ops.yaml:1309: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1099,
+        .call = error_permute_1137,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1272: dims out of range",
+        .what = "ops.yaml:1303: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1100,
+        .call = error_permute_1138,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1324: dim out of range",
+        .what = "ops.yaml:1355: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1110,
+        .call = error_squeeze_dim_1148,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1335: dim out of range",
+        .what = "ops.yaml:1366: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1113,
+        .call = error_unsqueeze_1151,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1352: step > 0",
+        .what = "ops.yaml:1383: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1116,
+        .call = error_slice_1154,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1346: dim out of range",
+        .what = "ops.yaml:1377: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1117,
+        .call = error_slice_1155,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1360: dim out of range",
+        .what = "ops.yaml:1391: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1120,
+        .call = error_select_1158,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1399: is_floating(result_dtype)",
+        .what = "ops.yaml:1430: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1127,
+        .call = error_softmax_1165,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1392: dtype of self",
+        .what = "ops.yaml:1423: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1128,
+        .call = error_softmax_1166,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1392: dim out of range",
+        .what = "ops.yaml:1423: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1129,
+        .call = error_softmax_1167,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1417: is_floating(result_dtype)",
+        .what = "ops.yaml:1448: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1135,
+        .call = error_log_softmax_1173,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1410: dtype of self",
+        .what = "ops.yaml:1441: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1136,
+        .call = error_log_softmax_1174,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1410: dim out of range",
+        .what = "ops.yaml:1441: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1137,
+        .call = error_log_softmax_1175,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1435: grad_output.dim == output.dim",
+        .what = "ops.yaml:1466: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1141,
+        .call = error_softmax_backward_data_1179,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1428: dtype of grad_output",
+        .what = "ops.yaml:1459: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1142,
+        .call = error_softmax_backward_data_1180,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1428: dim out of range",
+        .what = "ops.yaml:1459: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1143,
+        .call = error_softmax_backward_data_1181,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1452: grad_output.dim == output.dim",
+        .what = "ops.yaml:1483: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1147,
+        .call = error_log_softmax_backward_data_1185,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1445: dtype of grad_output",
+        .what = "ops.yaml:1476: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1148,
+        .call = error_log_softmax_backward_data_1186,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1445: dim out of range",
+        .what = "ops.yaml:1476: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1149,
+        .call = error_log_softmax_backward_data_1187,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1535: is_floating(result_dtype)",
+        .what = "ops.yaml:1566: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1155,
+        .call = error_rand_1193,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1546: is_floating(result_dtype)",
+        .what = "ops.yaml:1577: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1157,
+        .call = error_randn_1195,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1554: dtype of self",
+        .what = "ops.yaml:1585: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1160,
+        .call = error_sum_to_1198,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

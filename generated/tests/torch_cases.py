@@ -1964,307 +1964,433 @@ def case_352(self):
 
 
 def case_353(self):
-    """argmax (ops.yaml:837 sample 0)"""
+    """max.dim (ops.yaml:838 sample 0 result values)"""
     dim = 1
     keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_354(self):
-    """argmax (ops.yaml:837 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.argmax(self, dim, keepdim)
+    """max.dim (ops.yaml:838 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_355(self):
-    """argmax (ops.yaml:837 sample 2)"""
-    dim = -1
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
+    """max.dim (ops.yaml:838 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_356(self):
-    """argmax (ops.yaml:837 sample 3)"""
-    dim = None
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
+    """max.dim (ops.yaml:838 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_357(self):
-    """argmax (ops.yaml:837 sample 4)"""
+    """max.dim (ops.yaml:838 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_358(self):
+    """max.dim (ops.yaml:838 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_359(self):
+    """max.dim (ops.yaml:838 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_360(self):
+    """max.dim (ops.yaml:838 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_361(self):
+    """max.dim (ops.yaml:838 sample 4 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_362(self):
+    """max.dim (ops.yaml:838 sample 4 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_363(self):
+    """min.dim (ops.yaml:854 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_364(self):
+    """min.dim (ops.yaml:854 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_365(self):
+    """min.dim (ops.yaml:854 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_366(self):
+    """min.dim (ops.yaml:854 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_367(self):
+    """min.dim (ops.yaml:854 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_368(self):
+    """min.dim (ops.yaml:854 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_369(self):
+    """min.dim (ops.yaml:854 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_370(self):
+    """min.dim (ops.yaml:854 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_371(self):
+    """argmax (ops.yaml:868 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
-def case_358(self):
-    """argmin (ops.yaml:852 sample 0)"""
+def case_372(self):
+    """argmax (ops.yaml:868 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_373(self):
+    """argmax (ops.yaml:868 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_374(self):
+    """argmax (ops.yaml:868 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_375(self):
+    """argmax (ops.yaml:868 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_376(self):
+    """argmin (ops.yaml:883 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_359(self):
-    """argmin (ops.yaml:852 sample 1)"""
+def case_377(self):
+    """argmin (ops.yaml:883 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_360(self):
-    """argmin (ops.yaml:852 sample 2)"""
+def case_378(self):
+    """argmin (ops.yaml:883 sample 2)"""
     dim = -1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_361(self):
-    """argmin (ops.yaml:852 sample 3)"""
+def case_379(self):
+    """argmin (ops.yaml:883 sample 3)"""
     dim = None
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_362(self):
-    """prod (ops.yaml:866 sample 0)"""
+def case_380(self):
+    """prod (ops.yaml:897 sample 0)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_363(self):
-    """prod (ops.yaml:866 sample 1)"""
+def case_381(self):
+    """prod (ops.yaml:897 sample 1)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_364(self):
-    """prod (ops.yaml:866 sample 2)"""
+def case_382(self):
+    """prod (ops.yaml:897 sample 2)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_365(self):
-    """prod (ops.yaml:866 sample 3)"""
+def case_383(self):
+    """prod (ops.yaml:897 sample 3)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_366(self):
-    """prod.dim_int (ops.yaml:881 sample 0)"""
+def case_384(self):
+    """prod.dim_int (ops.yaml:912 sample 0)"""
     dim = 1
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_367(self):
-    """prod.dim_int (ops.yaml:881 sample 1)"""
+def case_385(self):
+    """prod.dim_int (ops.yaml:912 sample 1)"""
     dim = 0
     keepdim = True
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_368(self):
-    """prod.dim_int (ops.yaml:881 sample 2)"""
+def case_386(self):
+    """prod.dim_int (ops.yaml:912 sample 2)"""
     dim = -1
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_369(self):
-    """prod.dim_int (ops.yaml:881 sample 3)"""
+def case_387(self):
+    """prod.dim_int (ops.yaml:912 sample 3)"""
     dim = 0
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_370(self):
-    """all (ops.yaml:895 sample 0)"""
+def case_388(self):
+    """all (ops.yaml:926 sample 0)"""
     return torch.ops.aten.all(self)
 
 
-def case_371(self):
-    """all (ops.yaml:895 sample 1)"""
+def case_389(self):
+    """all (ops.yaml:926 sample 1)"""
     return torch.ops.aten.all(self)
 
 
-def case_372(self):
-    """all.dim (ops.yaml:908 sample 0)"""
+def case_390(self):
+    """all.dim (ops.yaml:939 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_373(self):
-    """all.dim (ops.yaml:908 sample 1)"""
+def case_391(self):
+    """all.dim (ops.yaml:939 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_374(self):
-    """all.dim (ops.yaml:908 sample 2)"""
+def case_392(self):
+    """all.dim (ops.yaml:939 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_375(self):
-    """any (ops.yaml:921 sample 0)"""
+def case_393(self):
+    """any (ops.yaml:952 sample 0)"""
     return torch.ops.aten.any(self)
 
 
-def case_376(self):
-    """any (ops.yaml:921 sample 1)"""
+def case_394(self):
+    """any (ops.yaml:952 sample 1)"""
     return torch.ops.aten.any(self)
 
 
-def case_377(self):
-    """any.dim (ops.yaml:934 sample 0)"""
+def case_395(self):
+    """any.dim (ops.yaml:965 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_378(self):
-    """any.dim (ops.yaml:934 sample 1)"""
+def case_396(self):
+    """any.dim (ops.yaml:965 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_379(self):
-    """any.dim (ops.yaml:934 sample 2)"""
+def case_397(self):
+    """any.dim (ops.yaml:965 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_380(self):
-    """cumsum (ops.yaml:947 sample 0)"""
+def case_398(self):
+    """cumsum (ops.yaml:978 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_381(self):
-    """cumsum (ops.yaml:947 sample 1)"""
+def case_399(self):
+    """cumsum (ops.yaml:978 sample 1)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_382(self):
-    """cumsum (ops.yaml:947 sample 2)"""
+def case_400(self):
+    """cumsum (ops.yaml:978 sample 2)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_383(self):
-    """cumsum (ops.yaml:947 sample 3)"""
+def case_401(self):
+    """cumsum (ops.yaml:978 sample 3)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_384(self):
-    """cumsum (ops.yaml:947 sample 4)"""
+def case_402(self):
+    """cumsum (ops.yaml:978 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_385(self):
-    """logsumexp (ops.yaml:961 sample 0)"""
+def case_403(self):
+    """logsumexp (ops.yaml:992 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_386(self):
-    """logsumexp (ops.yaml:961 sample 1)"""
+def case_404(self):
+    """logsumexp (ops.yaml:992 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_387(self):
-    """logsumexp (ops.yaml:961 sample 2)"""
+def case_405(self):
+    """logsumexp (ops.yaml:992 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_388(self):
-    """logsumexp (ops.yaml:961 sample 3)"""
+def case_406(self):
+    """logsumexp (ops.yaml:992 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_389(self):
-    """var.correction (ops.yaml:974 sample 0)"""
+def case_407(self):
+    """var.correction (ops.yaml:1005 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_390(self):
-    """var.correction (ops.yaml:974 sample 1)"""
+def case_408(self):
+    """var.correction (ops.yaml:1005 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_391(self):
-    """var.correction (ops.yaml:974 sample 2)"""
+def case_409(self):
+    """var.correction (ops.yaml:1005 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_392(self):
-    """var.correction (ops.yaml:974 sample 3)"""
+def case_410(self):
+    """var.correction (ops.yaml:1005 sample 3)"""
     dim = []
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_393(self):
-    """std.correction (ops.yaml:988 sample 0)"""
+def case_411(self):
+    """std.correction (ops.yaml:1019 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_394(self):
-    """std.correction (ops.yaml:988 sample 1)"""
+def case_412(self):
+    """std.correction (ops.yaml:1019 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_395(self):
-    """std.correction (ops.yaml:988 sample 2)"""
+def case_413(self):
+    """std.correction (ops.yaml:1019 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_396(self):
-    """linalg_vector_norm (ops.yaml:1006 sample 0)"""
+def case_414(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2272,8 +2398,8 @@ def case_396(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_397(self):
-    """linalg_vector_norm (ops.yaml:1006 sample 1)"""
+def case_415(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2281,8 +2407,8 @@ def case_397(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_398(self):
-    """linalg_vector_norm (ops.yaml:1006 sample 2)"""
+def case_416(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2290,8 +2416,8 @@ def case_398(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_399(self):
-    """linalg_vector_norm (ops.yaml:1006 sample 3)"""
+def case_417(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2299,298 +2425,298 @@ def case_399(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_400(self, mat2):
-    """mm (ops.yaml:1072 sample 0)"""
-    return torch.ops.aten.mm(self, mat2)
-
-
-def case_401(self, mat2):
-    """mm (ops.yaml:1072 sample 1)"""
-    return torch.ops.aten.mm(self, mat2)
-
-
-def case_402(self, mat2):
-    """mm (ops.yaml:1072 sample 2)"""
-    return torch.ops.aten.mm(self, mat2)
-
-
-def case_403(self, mat2):
-    """mm (ops.yaml:1072 sample 3)"""
-    return torch.ops.aten.mm(self, mat2)
-
-
-def case_404(self, other):
-    """matmul (ops.yaml:1090 sample 0)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_405(self, other):
-    """matmul (ops.yaml:1090 sample 1)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_406(self, other):
-    """matmul (ops.yaml:1090 sample 2)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_407(self, other):
-    """matmul (ops.yaml:1090 sample 3)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_408(self, other):
-    """matmul (ops.yaml:1090 sample 4)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_409(self, other):
-    """matmul (ops.yaml:1090 sample 5)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_410(self, other):
-    """matmul (ops.yaml:1090 sample 6)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_411(self, other):
-    """matmul (ops.yaml:1090 sample 7)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_412(self, other):
-    """matmul (ops.yaml:1090 sample 8)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_413(self, other):
-    """matmul (ops.yaml:1090 sample 9)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_414(self, other):
-    """matmul (ops.yaml:1090 sample 10)"""
-    return torch.ops.aten.matmul(self, other)
-
-
-def case_415(self, mat2):
-    """bmm (ops.yaml:1120 sample 0)"""
-    return torch.ops.aten.bmm(self, mat2)
-
-
-def case_416(self, mat2):
-    """bmm (ops.yaml:1120 sample 1)"""
-    return torch.ops.aten.bmm(self, mat2)
-
-
-def case_417(self, mat2):
-    """bmm (ops.yaml:1120 sample 2)"""
-    return torch.ops.aten.bmm(self, mat2)
-
-
 def case_418(self, mat2):
-    """bmm (ops.yaml:1120 sample 3)"""
+    """mm (ops.yaml:1103 sample 0)"""
+    return torch.ops.aten.mm(self, mat2)
+
+
+def case_419(self, mat2):
+    """mm (ops.yaml:1103 sample 1)"""
+    return torch.ops.aten.mm(self, mat2)
+
+
+def case_420(self, mat2):
+    """mm (ops.yaml:1103 sample 2)"""
+    return torch.ops.aten.mm(self, mat2)
+
+
+def case_421(self, mat2):
+    """mm (ops.yaml:1103 sample 3)"""
+    return torch.ops.aten.mm(self, mat2)
+
+
+def case_422(self, other):
+    """matmul (ops.yaml:1121 sample 0)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_423(self, other):
+    """matmul (ops.yaml:1121 sample 1)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_424(self, other):
+    """matmul (ops.yaml:1121 sample 2)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_425(self, other):
+    """matmul (ops.yaml:1121 sample 3)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_426(self, other):
+    """matmul (ops.yaml:1121 sample 4)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_427(self, other):
+    """matmul (ops.yaml:1121 sample 5)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_428(self, other):
+    """matmul (ops.yaml:1121 sample 6)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_429(self, other):
+    """matmul (ops.yaml:1121 sample 7)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_430(self, other):
+    """matmul (ops.yaml:1121 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_431(self, other):
+    """matmul (ops.yaml:1121 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_432(self, other):
+    """matmul (ops.yaml:1121 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_433(self, mat2):
+    """bmm (ops.yaml:1151 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_419(self, mat1, mat2):
-    """addmm (ops.yaml:1147 sample 0)"""
+def case_434(self, mat2):
+    """bmm (ops.yaml:1151 sample 1)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_435(self, mat2):
+    """bmm (ops.yaml:1151 sample 2)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_436(self, mat2):
+    """bmm (ops.yaml:1151 sample 3)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_437(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_420(self, mat1, mat2):
-    """addmm (ops.yaml:1147 sample 1)"""
+def case_438(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_421(self, mat1, mat2):
-    """addmm (ops.yaml:1147 sample 2)"""
+def case_439(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_422(self, mat1, mat2):
-    """addmm (ops.yaml:1147 sample 3)"""
+def case_440(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_423(self, mat1, mat2):
-    """addmm (ops.yaml:1147 sample 4)"""
+def case_441(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_424(self, batch1, batch2):
-    """baddbmm (ops.yaml:1179 sample 0)"""
+def case_442(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_425(self, batch1, batch2):
-    """baddbmm (ops.yaml:1179 sample 1)"""
+def case_443(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_426(self, batch1, batch2):
-    """baddbmm (ops.yaml:1179 sample 2)"""
+def case_444(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_427(self, batch1, batch2):
-    """baddbmm (ops.yaml:1179 sample 3)"""
+def case_445(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_428(self, batch1, batch2):
-    """baddbmm (ops.yaml:1179 sample 4)"""
+def case_446(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_429(self, tensor):
-    """dot (ops.yaml:1200 sample 0)"""
+def case_447(self, tensor):
+    """dot (ops.yaml:1231 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_430(self, tensor):
-    """dot (ops.yaml:1200 sample 1)"""
+def case_448(self, tensor):
+    """dot (ops.yaml:1231 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_431(self, tensor):
-    """dot (ops.yaml:1200 sample 2)"""
+def case_449(self, tensor):
+    """dot (ops.yaml:1231 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_432(self, vec2):
-    """outer (ops.yaml:1217 sample 0)"""
+def case_450(self, vec2):
+    """outer (ops.yaml:1248 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_433(self, vec2):
-    """outer (ops.yaml:1217 sample 1)"""
+def case_451(self, vec2):
+    """outer (ops.yaml:1248 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_434(self, vec2):
-    """outer (ops.yaml:1217 sample 2)"""
+def case_452(self, vec2):
+    """outer (ops.yaml:1248 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_435(self):
-    """t (ops.yaml:1257 sample 0)"""
+def case_453(self):
+    """t (ops.yaml:1288 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_436(self):
-    """t (ops.yaml:1257 sample 1)"""
+def case_454(self):
+    """t (ops.yaml:1288 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_437(self):
-    """transpose (ops.yaml:1268 sample 0)"""
+def case_455(self):
+    """transpose (ops.yaml:1299 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_438(self):
-    """transpose (ops.yaml:1268 sample 1)"""
+def case_456(self):
+    """transpose (ops.yaml:1299 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_439(self):
-    """permute (ops.yaml:1282 sample 0)"""
+def case_457(self):
+    """permute (ops.yaml:1313 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_440(self):
-    """view (ops.yaml:1291 sample 0)"""
+def case_458(self):
+    """view (ops.yaml:1322 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_441(self):
-    """view (ops.yaml:1291 sample 1)"""
+def case_459(self):
+    """view (ops.yaml:1322 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_442(self):
-    """reshape (ops.yaml:1301 sample 0)"""
+def case_460(self):
+    """reshape (ops.yaml:1332 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_443(self):
-    """reshape (ops.yaml:1301 sample 1)"""
+def case_461(self):
+    """reshape (ops.yaml:1332 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_444(self):
-    """expand (ops.yaml:1311 sample 0)"""
+def case_462(self):
+    """expand (ops.yaml:1342 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_445(self):
-    """expand (ops.yaml:1311 sample 1)"""
+def case_463(self):
+    """expand (ops.yaml:1342 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_446(self):
-    """squeeze (ops.yaml:1321 sample 0)"""
+def case_464(self):
+    """squeeze (ops.yaml:1352 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_447(self):
-    """squeeze.dim (ops.yaml:1331 sample 0)"""
+def case_465(self):
+    """squeeze.dim (ops.yaml:1362 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_448(self):
-    """squeeze.dim (ops.yaml:1331 sample 1)"""
+def case_466(self):
+    """squeeze.dim (ops.yaml:1362 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_449(self):
-    """unsqueeze (ops.yaml:1342 sample 0)"""
+def case_467(self):
+    """unsqueeze (ops.yaml:1373 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_450(self):
-    """unsqueeze (ops.yaml:1342 sample 1)"""
+def case_468(self):
+    """unsqueeze (ops.yaml:1373 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_451(self):
-    """slice (ops.yaml:1356 sample 0)"""
+def case_469(self):
+    """slice (ops.yaml:1387 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2598,8 +2724,8 @@ def case_451(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_452(self):
-    """slice (ops.yaml:1356 sample 1)"""
+def case_470(self):
+    """slice (ops.yaml:1387 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2607,149 +2733,149 @@ def case_452(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_453(self):
-    """select (ops.yaml:1367 sample 0)"""
+def case_471(self):
+    """select (ops.yaml:1398 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_454(self):
-    """select (ops.yaml:1367 sample 1)"""
+def case_472(self):
+    """select (ops.yaml:1398 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_455(self):
-    """contiguous (ops.yaml:1377 sample 0)"""
+def case_473(self):
+    """contiguous (ops.yaml:1408 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_456(self):
-    """softmax.int (ops.yaml:1403 sample 0)"""
+def case_474(self):
+    """softmax.int (ops.yaml:1434 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_457(self):
-    """softmax.int (ops.yaml:1403 sample 1)"""
+def case_475(self):
+    """softmax.int (ops.yaml:1434 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_458(self):
-    """softmax.int (ops.yaml:1403 sample 2)"""
+def case_476(self):
+    """softmax.int (ops.yaml:1434 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_459(self):
-    """softmax.int (ops.yaml:1403 sample 3)"""
+def case_477(self):
+    """softmax.int (ops.yaml:1434 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_460(self):
-    """softmax.int (ops.yaml:1403 sample 4)"""
+def case_478(self):
+    """softmax.int (ops.yaml:1434 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_461(self):
-    """log_softmax.int (ops.yaml:1421 sample 0)"""
+def case_479(self):
+    """log_softmax.int (ops.yaml:1452 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_462(self):
-    """log_softmax.int (ops.yaml:1421 sample 1)"""
+def case_480(self):
+    """log_softmax.int (ops.yaml:1452 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_463(self):
-    """log_softmax.int (ops.yaml:1421 sample 2)"""
+def case_481(self):
+    """log_softmax.int (ops.yaml:1452 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_464(self):
-    """log_softmax.int (ops.yaml:1421 sample 3)"""
+def case_482(self):
+    """log_softmax.int (ops.yaml:1452 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_465(self):
-    """log_softmax.int (ops.yaml:1421 sample 4)"""
+def case_483(self):
+    """log_softmax.int (ops.yaml:1452 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_466(grad_output, output):
-    """softmax_backward_data (ops.yaml:1439 sample 0)"""
+def case_484(grad_output, output):
+    """softmax_backward_data (ops.yaml:1470 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_467(grad_output, output):
-    """softmax_backward_data (ops.yaml:1439 sample 1)"""
+def case_485(grad_output, output):
+    """softmax_backward_data (ops.yaml:1470 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_468(grad_output, output):
-    """softmax_backward_data (ops.yaml:1439 sample 2)"""
+def case_486(grad_output, output):
+    """softmax_backward_data (ops.yaml:1470 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_469(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1456 sample 0)"""
+def case_487(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1487 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_470(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1456 sample 1)"""
+def case_488(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1487 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_471(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1456 sample 2)"""
+def case_489(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1487 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_472():
-    """zeros (ops.yaml:1491 sample 0)"""
+def case_490():
+    """zeros (ops.yaml:1522 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_473():
-    """ones (ops.yaml:1499 sample 0)"""
+def case_491():
+    """ones (ops.yaml:1530 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_474():
-    """full (ops.yaml:1507 sample 0)"""
+def case_492():
+    """full (ops.yaml:1538 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2757,8 +2883,8 @@ def case_474():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_475():
-    """arange (ops.yaml:1522 sample 0)"""
+def case_493():
+    """arange (ops.yaml:1553 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2767,30 +2893,30 @@ def case_475():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_476():
-    """rand (ops.yaml:1530 sample 0)"""
+def case_494():
+    """rand (ops.yaml:1561 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_477():
-    """randn (ops.yaml:1541 sample 0)"""
+def case_495():
+    """randn (ops.yaml:1572 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_478(self):
-    """sum_to (ops.yaml:1560 sample 0)"""
+def case_496(self):
+    """sum_to (ops.yaml:1591 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_479(self):
-    """sum_to (ops.yaml:1560 sample 1)"""
+def case_497(self):
+    """sum_to (ops.yaml:1591 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -3855,385 +3981,439 @@ CASES = [
     dict(op="min", where="ops.yaml:824 sample 2", fn=case_352, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:837 sample 0", fn=case_353, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result values", fn=case_353, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result indices", fn=case_354, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result values", fn=case_355, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result indices", fn=case_356, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result values", fn=case_357, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result indices", fn=case_358, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result values", fn=case_359, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result indices", fn=case_360, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result values", fn=case_361, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result indices", fn=case_362, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result values", fn=case_363, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result indices", fn=case_364, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result values", fn=case_365, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result indices", fn=case_366, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result values", fn=case_367, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result indices", fn=case_368, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result values", fn=case_369, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result indices", fn=case_370, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 0", fn=case_371, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:837 sample 1", fn=case_354, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:868 sample 1", fn=case_372, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:837 sample 2", fn=case_355, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:868 sample 2", fn=case_373, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:837 sample 3", fn=case_356, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:868 sample 3", fn=case_374, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:837 sample 4", fn=case_357, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:868 sample 4", fn=case_375, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:852 sample 0", fn=case_358, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:883 sample 0", fn=case_376, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:852 sample 1", fn=case_359, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:883 sample 1", fn=case_377, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:852 sample 2", fn=case_360, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:883 sample 2", fn=case_378, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:852 sample 3", fn=case_361, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:883 sample 3", fn=case_379, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:866 sample 0", fn=case_362, tensors=["self"],
+    dict(op="prod", where="ops.yaml:897 sample 0", fn=case_380, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:866 sample 1", fn=case_363, tensors=["self"],
+    dict(op="prod", where="ops.yaml:897 sample 1", fn=case_381, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:866 sample 2", fn=case_364, tensors=["self"],
+    dict(op="prod", where="ops.yaml:897 sample 2", fn=case_382, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:866 sample 3", fn=case_365, tensors=["self"],
+    dict(op="prod", where="ops.yaml:897 sample 3", fn=case_383, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:881 sample 0", fn=case_366, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 0", fn=case_384, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:881 sample 1", fn=case_367, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 1", fn=case_385, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:881 sample 2", fn=case_368, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 2", fn=case_386, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:881 sample 3", fn=case_369, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 3", fn=case_387, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:895 sample 0", fn=case_370, tensors=["self"],
+    dict(op="all", where="ops.yaml:926 sample 0", fn=case_388, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:895 sample 1", fn=case_371, tensors=["self"],
+    dict(op="all", where="ops.yaml:926 sample 1", fn=case_389, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:908 sample 0", fn=case_372, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:939 sample 0", fn=case_390, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:908 sample 1", fn=case_373, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:939 sample 1", fn=case_391, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:908 sample 2", fn=case_374, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:939 sample 2", fn=case_392, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:921 sample 0", fn=case_375, tensors=["self"],
+    dict(op="any", where="ops.yaml:952 sample 0", fn=case_393, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:921 sample 1", fn=case_376, tensors=["self"],
+    dict(op="any", where="ops.yaml:952 sample 1", fn=case_394, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:934 sample 0", fn=case_377, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:965 sample 0", fn=case_395, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:934 sample 1", fn=case_378, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:965 sample 1", fn=case_396, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:934 sample 2", fn=case_379, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:965 sample 2", fn=case_397, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:947 sample 0", fn=case_380, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:978 sample 0", fn=case_398, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:947 sample 1", fn=case_381, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:978 sample 1", fn=case_399, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:947 sample 2", fn=case_382, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:978 sample 2", fn=case_400, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:947 sample 3", fn=case_383, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:978 sample 3", fn=case_401, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:947 sample 4", fn=case_384, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:961 sample 0", fn=case_385, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:961 sample 1", fn=case_386, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:961 sample 2", fn=case_387, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:961 sample 3", fn=case_388, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:974 sample 0", fn=case_389, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:974 sample 1", fn=case_390, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:974 sample 2", fn=case_391, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:974 sample 3", fn=case_392, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:988 sample 0", fn=case_393, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:988 sample 1", fn=case_394, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:988 sample 2", fn=case_395, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1006 sample 0", fn=case_396, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1006 sample 1", fn=case_397, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1006 sample 2", fn=case_398, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1006 sample 3", fn=case_399, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1072 sample 0", fn=case_400, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1072 sample 1", fn=case_401, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1072 sample 2", fn=case_402, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1072 sample 3", fn=case_403, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 0", fn=case_404, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 1", fn=case_405, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 2", fn=case_406, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 3", fn=case_407, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 4", fn=case_408, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 5", fn=case_409, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 6", fn=case_410, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 7", fn=case_411, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 8", fn=case_412, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 9", fn=case_413, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1090 sample 10", fn=case_414, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1120 sample 0", fn=case_415, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1120 sample 1", fn=case_416, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1120 sample 2", fn=case_417, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1120 sample 3", fn=case_418, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1147 sample 0", fn=case_419, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1147 sample 1", fn=case_420, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1147 sample 2", fn=case_421, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1147 sample 3", fn=case_422, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1147 sample 4", fn=case_423, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1179 sample 0", fn=case_424, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1179 sample 1", fn=case_425, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1179 sample 2", fn=case_426, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1179 sample 3", fn=case_427, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1179 sample 4", fn=case_428, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1200 sample 0", fn=case_429, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1200 sample 1", fn=case_430, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1200 sample 2", fn=case_431, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1217 sample 0", fn=case_432, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1217 sample 1", fn=case_433, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1217 sample 2", fn=case_434, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1257 sample 0", fn=case_435, tensors=["self"],
+    dict(op="t", where="ops.yaml:1288 sample 0", fn=case_453, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1257 sample 1", fn=case_436, tensors=["self"],
+    dict(op="t", where="ops.yaml:1288 sample 1", fn=case_454, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1268 sample 0", fn=case_437, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1299 sample 0", fn=case_455, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1268 sample 1", fn=case_438, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1299 sample 1", fn=case_456, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1282 sample 0", fn=case_439, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1313 sample 0", fn=case_457, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1291 sample 0", fn=case_440, tensors=["self"],
+    dict(op="view", where="ops.yaml:1322 sample 0", fn=case_458, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1291 sample 1", fn=case_441, tensors=["self"],
+    dict(op="view", where="ops.yaml:1322 sample 1", fn=case_459, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1301 sample 0", fn=case_442, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1332 sample 0", fn=case_460, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1301 sample 1", fn=case_443, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1332 sample 1", fn=case_461, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1311 sample 0", fn=case_444, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1342 sample 0", fn=case_462, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1311 sample 1", fn=case_445, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1342 sample 1", fn=case_463, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1321 sample 0", fn=case_446, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1352 sample 0", fn=case_464, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1331 sample 0", fn=case_447, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1362 sample 0", fn=case_465, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1331 sample 1", fn=case_448, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1362 sample 1", fn=case_466, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1342 sample 0", fn=case_449, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1373 sample 0", fn=case_467, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1342 sample 1", fn=case_450, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1373 sample 1", fn=case_468, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1356 sample 0", fn=case_451, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1387 sample 0", fn=case_469, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1356 sample 1", fn=case_452, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1387 sample 1", fn=case_470, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1367 sample 0", fn=case_453, tensors=["self"],
+    dict(op="select", where="ops.yaml:1398 sample 0", fn=case_471, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1367 sample 1", fn=case_454, tensors=["self"],
+    dict(op="select", where="ops.yaml:1398 sample 1", fn=case_472, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1377 sample 0", fn=case_455, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1403 sample 0", fn=case_456, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1434 sample 0", fn=case_474, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1403 sample 1", fn=case_457, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1434 sample 1", fn=case_475, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1403 sample 2", fn=case_458, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1434 sample 2", fn=case_476, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1403 sample 3", fn=case_459, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1434 sample 3", fn=case_477, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1403 sample 4", fn=case_460, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1434 sample 4", fn=case_478, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1421 sample 0", fn=case_461, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 0", fn=case_479, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1421 sample 1", fn=case_462, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 1", fn=case_480, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1421 sample 2", fn=case_463, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 2", fn=case_481, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1421 sample 3", fn=case_464, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 3", fn=case_482, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1421 sample 4", fn=case_465, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 4", fn=case_483, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1439 sample 0", fn=case_466, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 0", fn=case_484, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1439 sample 1", fn=case_467, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 1", fn=case_485, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1439 sample 2", fn=case_468, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 2", fn=case_486, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1456 sample 0", fn=case_469, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 0", fn=case_487, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1456 sample 1", fn=case_470, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 1", fn=case_488, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1456 sample 2", fn=case_471, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 2", fn=case_489, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1491 sample 0", fn=case_472, tensors=[],
+    dict(op="zeros", where="ops.yaml:1522 sample 0", fn=case_490, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1499 sample 0", fn=case_473, tensors=[],
+    dict(op="ones", where="ops.yaml:1530 sample 0", fn=case_491, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1507 sample 0", fn=case_474, tensors=[],
+    dict(op="full", where="ops.yaml:1538 sample 0", fn=case_492, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1522 sample 0", fn=case_475, tensors=[],
+    dict(op="arange", where="ops.yaml:1553 sample 0", fn=case_493, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1530 sample 0", fn=case_476, tensors=[],
+    dict(op="rand", where="ops.yaml:1561 sample 0", fn=case_494, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1541 sample 0", fn=case_477, tensors=[],
+    dict(op="randn", where="ops.yaml:1572 sample 0", fn=case_495, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1560 sample 0", fn=case_478, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1591 sample 0", fn=case_496, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1560 sample 1", fn=case_479, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1591 sample 1", fn=case_497, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -11,10 +11,4 @@
 YT_INTERNAL yt_status yt__index_reduce(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                        int64_t dim, bool min, const char *op);
 
-/* max.dim / min.dim kernels; generated/kernels.h declares them too once those ops are generated. */
-YT_INTERNAL yt_status yt__cpu_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
-                                      int64_t dim, bool keepdim);
-YT_INTERNAL yt_status yt__cpu_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
-                                      int64_t dim, bool keepdim);
-
 #endif

@@ -423,3 +423,47 @@ Test(reduce, value_selecting_reduction_backward)
     yt_release(grad);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* max.dim / min.dim: values and first indices, NaN winning, and the gradient at the index. */
+Test(reduce, max_dim_values_indices_gradient)
+{
+    double x[] = {1, 3, 3, NAN, 0, -1};
+    int64_t sizes[] = {2, 3};
+    yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F64);
+    yt_tensor *values = NULL, *indices = NULL;
+    cr_assert_eq(yt_max_dim(t, 1, &values, &indices), YT_OK, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dtype(indices), YT_DTYPE_I64);
+    double v[2], i[2];
+    take(values, v, 2);
+    take(indices, i, 2);
+    expect_near(v, (double[]){3, NAN}, 2, 0);
+    expect_near(i, (double[]){1, 0}, 2, 0);
+    cr_assert_eq(yt_min_dim(t, 1, &values, &indices), YT_OK, "%s", yt_errmsg());
+    take(values, v, 2);
+    take(indices, i, 2);
+    expect_near(v, (double[]){1, NAN}, 2, 0);
+    expect_near(i, (double[]){0, 0}, 2, 0);
+    yt_release(t);
+
+    double y[] = {1, 5, 2, 7, 0, 3};
+    t = make(y, sizes, 2, YT_DTYPE_F64);
+    yt_set_requires_grad(t, true);
+    cr_assert_eq(yt_max_dim(t, 0, &values, &indices), YT_OK, "%s", yt_errmsg());
+    yt_tensor *l = yt_sum(values);
+    cr_assert_eq(yt_backward(l, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    double g[6];
+    take(yt_grad(t), g, 6);
+    expect_near(g, (double[]){0, 1, 0, 1, 0, 1}, 6, 0);
+    yt_release(l);
+    yt_release(values);
+    yt_release(indices);
+    yt_release(t);
+
+    int64_t empty[] = {0, 3};
+    t = make(NULL, empty, 2, YT_DTYPE_F32);
+    cr_assert_neq(yt_max_dim(t, 0, &values, &indices), YT_OK);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "max: cannot reduce over a zero-size dimension");
+    cr_assert_null(values);
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}

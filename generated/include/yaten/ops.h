@@ -1875,7 +1875,85 @@ YT_API yt_tensor *yt_max(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_min(yt_tensor *self);
 
-/* ---- argmax (ops.yaml:829) */
+/* ---- max.dim (ops.yaml:829) */
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- min.dim (ops.yaml:845) */
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- argmax (ops.yaml:860) */
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
@@ -1909,7 +1987,7 @@ YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- argmin (ops.yaml:844) */
+/* ---- argmin (ops.yaml:875) */
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
@@ -1943,7 +2021,7 @@ YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- prod (ops.yaml:858) */
+/* ---- prod (ops.yaml:889) */
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
@@ -1960,7 +2038,7 @@ YT_API yt_tensor *yt_prod(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- prod.dim_int (ops.yaml:872) */
+/* ---- prod.dim_int (ops.yaml:903) */
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
@@ -1991,7 +2069,7 @@ YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
                                         yt_dtype dtype);
 
-/* ---- all (ops.yaml:887) */
+/* ---- all (ops.yaml:918) */
 
 /* all(Tensor self) -> Tensor
  * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
@@ -2000,7 +2078,7 @@ YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_all(yt_tensor *self);
 
-/* ---- all.dim (ops.yaml:899) */
+/* ---- all.dim (ops.yaml:930) */
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
@@ -2030,7 +2108,7 @@ YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- any (ops.yaml:913) */
+/* ---- any (ops.yaml:944) */
 
 /* any(Tensor self) -> Tensor
  * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
@@ -2039,7 +2117,7 @@ YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_any(yt_tensor *self);
 
-/* ---- any.dim (ops.yaml:925) */
+/* ---- any.dim (ops.yaml:956) */
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
@@ -2069,7 +2147,7 @@ YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- cumsum (ops.yaml:939) */
+/* ---- cumsum (ops.yaml:970) */
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
  * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
@@ -2099,7 +2177,7 @@ YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- logsumexp (ops.yaml:954) */
+/* ---- logsumexp (ops.yaml:985) */
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
@@ -2116,7 +2194,7 @@ YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var.correction (ops.yaml:967) */
+/* ---- var.correction (ops.yaml:998) */
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
@@ -2134,7 +2212,7 @@ YT_API yt_tensor *yt_var(yt_tensor *self);
 YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- std.correction (ops.yaml:981) */
+/* ---- std.correction (ops.yaml:1012) */
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
@@ -2150,7 +2228,7 @@ YT_API yt_tensor *yt_std(yt_tensor *self);
 YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- linalg_vector_norm (ops.yaml:994) */
+/* ---- linalg_vector_norm (ops.yaml:1025) */
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
@@ -2168,7 +2246,7 @@ YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
 YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
                                            int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- evenly_distribute_backward (ops.yaml:1013) */
+/* ---- evenly_distribute_backward (ops.yaml:1044) */
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
  * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
@@ -2176,7 +2254,7 @@ YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
 
-/* ---- prod_backward (ops.yaml:1020) */
+/* ---- prod_backward (ops.yaml:1051) */
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
  * Gradient of the full prod: the product of the other elements, exact when some are zero.
@@ -2184,7 +2262,7 @@ YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
 
-/* ---- prod_dim_backward (ops.yaml:1027) */
+/* ---- prod_dim_backward (ops.yaml:1058) */
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
  * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
@@ -2194,7 +2272,7 @@ YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
 YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                        int64_t dim, bool keepdim);
 
-/* ---- cumsum_backward (ops.yaml:1034) */
+/* ---- cumsum_backward (ops.yaml:1065) */
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
  * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
@@ -2202,7 +2280,7 @@ YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tens
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
 
-/* ---- norm_backward (ops.yaml:1041) */
+/* ---- norm_backward (ops.yaml:1072) */
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
@@ -2212,7 +2290,7 @@ YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar o
                                    yt_tensor *output, const int64_t *dim, int dim_len,
                                    bool keepdim);
 
-/* ---- value_selecting_reduction_backward (ops.yaml:1048) */
+/* ---- value_selecting_reduction_backward (ops.yaml:1079) */
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
  * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
@@ -2222,7 +2300,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
                                                         yt_tensor *indices, const int64_t *sizes,
                                                         int sizes_len, bool keepdim);
 
-/* ---- mm (ops.yaml:1057) */
+/* ---- mm (ops.yaml:1088) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -2239,7 +2317,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:1078) */
+/* ---- matmul (ops.yaml:1109) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -2248,7 +2326,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:1103) */
+/* ---- bmm (ops.yaml:1134) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -2265,7 +2343,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:1126) */
+/* ---- addmm (ops.yaml:1157) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -2301,7 +2379,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:1154) */
+/* ---- baddbmm (ops.yaml:1185) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -2338,7 +2416,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:1186) */
+/* ---- dot (ops.yaml:1217) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -2346,7 +2424,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:1205) */
+/* ---- outer (ops.yaml:1236) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -2354,7 +2432,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- t (ops.yaml:1248) */
+/* ---- t (ops.yaml:1279) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -2362,7 +2440,7 @@ YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:1261) */
+/* ---- transpose (ops.yaml:1292) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -2370,7 +2448,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1272) */
+/* ---- permute (ops.yaml:1303) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -2379,7 +2457,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1285) */
+/* ---- view (ops.yaml:1316) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -2388,7 +2466,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1295) */
+/* ---- reshape (ops.yaml:1326) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2396,7 +2474,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1305) */
+/* ---- expand (ops.yaml:1336) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2404,7 +2482,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1315) */
+/* ---- squeeze (ops.yaml:1346) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2412,7 +2490,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1324) */
+/* ---- squeeze.dim (ops.yaml:1355) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2420,7 +2498,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1335) */
+/* ---- unsqueeze (ops.yaml:1366) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2428,7 +2506,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1346) */
+/* ---- slice (ops.yaml:1377) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2446,7 +2524,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1360) */
+/* ---- select (ops.yaml:1391) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -2454,7 +2532,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1371) */
+/* ---- contiguous (ops.yaml:1402) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -2462,7 +2540,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- softmax.int (ops.yaml:1392) */
+/* ---- softmax.int (ops.yaml:1423) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -2479,7 +2557,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:1410) */
+/* ---- log_softmax.int (ops.yaml:1441) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -2494,7 +2572,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:1428) */
+/* ---- softmax_backward_data (ops.yaml:1459) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -2502,7 +2580,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:1445) */
+/* ---- log_softmax_backward_data (ops.yaml:1476) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -2511,7 +2589,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:1462) */
+/* ---- softmax_double_backward (ops.yaml:1493) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -2520,7 +2598,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:1470) */
+/* ---- log_softmax_double_backward (ops.yaml:1501) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -2529,7 +2607,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:1478) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:1509) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -2539,7 +2617,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- zeros (ops.yaml:1491) */
+/* ---- zeros (ops.yaml:1522) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2554,7 +2632,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1499) */
+/* ---- ones (ops.yaml:1530) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2569,7 +2647,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1507) */
+/* ---- full (ops.yaml:1538) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -2585,7 +2663,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1515) */
+/* ---- zeros_like (ops.yaml:1546) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2593,7 +2671,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1522) */
+/* ---- arange (ops.yaml:1553) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -2609,7 +2687,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1530) */
+/* ---- rand (ops.yaml:1561) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -2624,7 +2702,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1541) */
+/* ---- randn (ops.yaml:1572) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -2639,7 +2717,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1554) */
+/* ---- sum_to (ops.yaml:1585) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -2647,7 +2725,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1565) */
+/* ---- sum_backward (ops.yaml:1596) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -2656,7 +2734,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1572) */
+/* ---- mean_backward (ops.yaml:1603) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -2665,7 +2743,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1579) */
+/* ---- amax_backward (ops.yaml:1610) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -2674,7 +2752,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1586) */
+/* ---- permute_backward (ops.yaml:1617) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -2682,7 +2760,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1593) */
+/* ---- pow_backward (ops.yaml:1624) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -2690,7 +2768,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1600) */
+/* ---- pow_backward_self (ops.yaml:1631) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -2698,7 +2776,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1607) */
+/* ---- pow_backward_exponent (ops.yaml:1638) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -2707,7 +2785,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1614) */
+/* ---- slice_backward (ops.yaml:1645) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -2717,7 +2795,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1622) */
+/* ---- select_backward (ops.yaml:1653) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
