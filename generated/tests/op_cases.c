@@ -8456,14 +8456,1457 @@ error_amax_899(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_900(yt_tensor *const *inputs, void *ctx)
+call_amin_900(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_901(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_902(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_amin_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+out_amin_903(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0, 2};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 2, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_904(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_905(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_906(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_amin_ex(inputs[0], NULL, 0, false);
+}
+
+static yt_tensor *
+out_amin_907(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_908(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_909(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_amin_910(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_max_911(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_912(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_913(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_min_914(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_915(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_916(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_max_dim_values_917(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_918(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_919(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_920(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_921(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_922(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_923(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_924(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_925(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_926(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_927(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_928(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_929(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_930(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_931(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_932(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_933(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_934(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_935(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_936(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_max_dim_937(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_min_dim_values_938(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_939(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_940(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_941(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_942(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_943(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_944(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_945(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_946(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_947(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_948(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_949(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_950(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_951(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_952(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_953(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_min_dim_954(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_argmax_955(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_956(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_957(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmax_958(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_959(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmax_960(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_961(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmax_962(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_963(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_964(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmax_965(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argmin_966(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmin_967(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_968(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmin_969(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_970(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmin_971(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_972(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmin_973(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmin_974(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_prod_975(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_976(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_977(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_978(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_dim_int_979(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_980(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_981(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_982(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_983(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_984(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_985(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_986(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_prod_dim_int_987(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_all_988(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_989(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_dim_990(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_991(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_992(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_all_dim_993(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_994(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_995(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_all_dim_996(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_any_997(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_998(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_dim_999(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1000(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1001(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_any_dim_1002(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1003(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1004(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_any_dim_1005(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_cumsum_1006(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1007(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1008(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1009(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1010(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1011(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1012(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1013(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1014(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1015(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_cumsum_1016(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_logsumexp_1017(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1018(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_logsumexp_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+call_logsumexp_1019(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1020(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1021(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1022(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_var_1023(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_var_1024(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_var_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_var_1025(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_var_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+call_var_1026(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1027(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1028(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1029(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1030(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_std_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_std_1031(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_std_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+error_std_1032(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_std_1033(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1034(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1035(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(1), dim, 2, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1036(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1037(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1038(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1039(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1040(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_mm_1041(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_901(yt_tensor *const *inputs, void *ctx)
+out_mm_1042(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8474,14 +9917,14 @@ out_mm_901(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_902(yt_tensor *const *inputs, void *ctx)
+call_mm_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_903(yt_tensor *const *inputs, void *ctx)
+out_mm_1044(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8492,14 +9935,14 @@ out_mm_903(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_904(yt_tensor *const *inputs, void *ctx)
+call_mm_1045(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_905(yt_tensor *const *inputs, void *ctx)
+out_mm_1046(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8510,14 +9953,14 @@ out_mm_905(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_906(yt_tensor *const *inputs, void *ctx)
+call_mm_1047(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_907(yt_tensor *const *inputs, void *ctx)
+out_mm_1048(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8528,140 +9971,140 @@ out_mm_907(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_908(yt_tensor *const *inputs, void *ctx)
+error_mm_1049(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_909(yt_tensor *const *inputs, void *ctx)
+error_mm_1050(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_910(yt_tensor *const *inputs, void *ctx)
+error_mm_1051(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_911(yt_tensor *const *inputs, void *ctx)
+error_mm_1052(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_912(yt_tensor *const *inputs, void *ctx)
+call_matmul_1053(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_913(yt_tensor *const *inputs, void *ctx)
+call_matmul_1054(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_914(yt_tensor *const *inputs, void *ctx)
+call_matmul_1055(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_915(yt_tensor *const *inputs, void *ctx)
+call_matmul_1056(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_916(yt_tensor *const *inputs, void *ctx)
+call_matmul_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_917(yt_tensor *const *inputs, void *ctx)
+call_matmul_1058(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_918(yt_tensor *const *inputs, void *ctx)
+call_matmul_1059(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_919(yt_tensor *const *inputs, void *ctx)
+call_matmul_1060(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_920(yt_tensor *const *inputs, void *ctx)
+call_matmul_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_921(yt_tensor *const *inputs, void *ctx)
+call_matmul_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_922(yt_tensor *const *inputs, void *ctx)
+call_matmul_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_923(yt_tensor *const *inputs, void *ctx)
+error_matmul_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_924(yt_tensor *const *inputs, void *ctx)
+error_matmul_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_925(yt_tensor *const *inputs, void *ctx)
+error_matmul_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_926(yt_tensor *const *inputs, void *ctx)
+call_bmm_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_927(yt_tensor *const *inputs, void *ctx)
+out_bmm_1068(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8672,14 +10115,14 @@ out_bmm_927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_928(yt_tensor *const *inputs, void *ctx)
+call_bmm_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_929(yt_tensor *const *inputs, void *ctx)
+out_bmm_1070(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8690,14 +10133,14 @@ out_bmm_929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_930(yt_tensor *const *inputs, void *ctx)
+call_bmm_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_931(yt_tensor *const *inputs, void *ctx)
+out_bmm_1072(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8708,14 +10151,14 @@ out_bmm_931(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_932(yt_tensor *const *inputs, void *ctx)
+call_bmm_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_933(yt_tensor *const *inputs, void *ctx)
+out_bmm_1074(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -8726,49 +10169,49 @@ out_bmm_933(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_934(yt_tensor *const *inputs, void *ctx)
+error_bmm_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_935(yt_tensor *const *inputs, void *ctx)
+error_bmm_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_936(yt_tensor *const *inputs, void *ctx)
+error_bmm_1077(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_937(yt_tensor *const *inputs, void *ctx)
+error_bmm_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_938(yt_tensor *const *inputs, void *ctx)
+error_bmm_1079(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_939(yt_tensor *const *inputs, void *ctx)
+call_addmm_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_940(yt_tensor *const *inputs, void *ctx)
+out_addmm_1081(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8780,14 +10223,14 @@ out_addmm_940(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_941(yt_tensor *const *inputs, void *ctx)
+call_addmm_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_942(yt_tensor *const *inputs, void *ctx)
+out_addmm_1083(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8799,14 +10242,14 @@ out_addmm_942(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_943(yt_tensor *const *inputs, void *ctx)
+call_addmm_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_944(yt_tensor *const *inputs, void *ctx)
+out_addmm_1085(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8818,14 +10261,14 @@ out_addmm_944(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_945(yt_tensor *const *inputs, void *ctx)
+call_addmm_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_946(yt_tensor *const *inputs, void *ctx)
+out_addmm_1087(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8837,14 +10280,14 @@ out_addmm_946(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_947(yt_tensor *const *inputs, void *ctx)
+call_addmm_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_948(yt_tensor *const *inputs, void *ctx)
+out_addmm_1089(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8856,63 +10299,63 @@ out_addmm_948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_949(yt_tensor *const *inputs, void *ctx)
+error_addmm_1090(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_950(yt_tensor *const *inputs, void *ctx)
+error_addmm_1091(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_951(yt_tensor *const *inputs, void *ctx)
+error_addmm_1092(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_952(yt_tensor *const *inputs, void *ctx)
+error_addmm_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_953(yt_tensor *const *inputs, void *ctx)
+error_addmm_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_954(yt_tensor *const *inputs, void *ctx)
+error_addmm_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_955(yt_tensor *const *inputs, void *ctx)
+error_addmm_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_956(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_957(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1098(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -8924,14 +10367,14 @@ out_baddbmm_957(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_958(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1099(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_959(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1100(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8943,14 +10386,14 @@ out_baddbmm_959(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_960(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_961(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1102(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8962,14 +10405,14 @@ out_baddbmm_961(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_962(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_963(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1104(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -8981,14 +10424,14 @@ out_baddbmm_963(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_964(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_965(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1106(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -9000,210 +10443,210 @@ out_baddbmm_965(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_966(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_967(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_968(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_969(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_970(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_971(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_972(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_973(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_974(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1115(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_975(yt_tensor *const *inputs, void *ctx)
+call_dot_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_976(yt_tensor *const *inputs, void *ctx)
+call_dot_1117(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_977(yt_tensor *const *inputs, void *ctx)
+call_dot_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_978(yt_tensor *const *inputs, void *ctx)
+error_dot_1119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_979(yt_tensor *const *inputs, void *ctx)
+error_dot_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_980(yt_tensor *const *inputs, void *ctx)
+error_dot_1121(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_981(yt_tensor *const *inputs, void *ctx)
+error_dot_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_982(yt_tensor *const *inputs, void *ctx)
+call_outer_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_983(yt_tensor *const *inputs, void *ctx)
+call_outer_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_984(yt_tensor *const *inputs, void *ctx)
+call_outer_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_985(yt_tensor *const *inputs, void *ctx)
+error_outer_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_986(yt_tensor *const *inputs, void *ctx)
+error_outer_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_987(yt_tensor *const *inputs, void *ctx)
+error_outer_1128(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_988(yt_tensor *const *inputs, void *ctx)
+call_t_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_989(yt_tensor *const *inputs, void *ctx)
+call_t_1130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_990(yt_tensor *const *inputs, void *ctx)
+error_t_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_991(yt_tensor *const *inputs, void *ctx)
+call_transpose_1132(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_992(yt_tensor *const *inputs, void *ctx)
+call_transpose_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_993(yt_tensor *const *inputs, void *ctx)
+error_transpose_1134(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_994(yt_tensor *const *inputs, void *ctx)
+error_transpose_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_995(yt_tensor *const *inputs, void *ctx)
+call_permute_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -9211,7 +10654,7 @@ call_permute_995(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_996(yt_tensor *const *inputs, void *ctx)
+error_permute_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -9219,7 +10662,7 @@ error_permute_996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_997(yt_tensor *const *inputs, void *ctx)
+error_permute_1138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -9227,7 +10670,7 @@ error_permute_997(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_998(yt_tensor *const *inputs, void *ctx)
+call_view_1139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -9235,7 +10678,7 @@ call_view_998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_999(yt_tensor *const *inputs, void *ctx)
+call_view_1140(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -9243,7 +10686,7 @@ call_view_999(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1000(yt_tensor *const *inputs, void *ctx)
+call_reshape_1141(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -9251,7 +10694,7 @@ call_reshape_1000(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1001(yt_tensor *const *inputs, void *ctx)
+call_reshape_1142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -9259,7 +10702,7 @@ call_reshape_1001(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1002(yt_tensor *const *inputs, void *ctx)
+call_expand_1143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -9267,7 +10710,7 @@ call_expand_1002(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1003(yt_tensor *const *inputs, void *ctx)
+call_expand_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -9275,427 +10718,623 @@ call_expand_1003(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1004(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1005(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1006(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1007(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1008(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1009(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1010(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1151(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1011(yt_tensor *const *inputs, void *ctx)
+call_slice_1152(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1012(yt_tensor *const *inputs, void *ctx)
+call_slice_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1013(yt_tensor *const *inputs, void *ctx)
+error_slice_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1014(yt_tensor *const *inputs, void *ctx)
+error_slice_1155(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1015(yt_tensor *const *inputs, void *ctx)
+call_select_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1016(yt_tensor *const *inputs, void *ctx)
+call_select_1157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1017(yt_tensor *const *inputs, void *ctx)
+error_select_1158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1018(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1159(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_dropout_1019(yt_tensor *const *inputs, void *ctx)
+call_softmax_1160(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1161(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1162(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1163(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1164(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1165(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_softmax_1166(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1167(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1168(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1169(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1170(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1171(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1172(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1173(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_log_softmax_1174(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1175(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1176(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1177(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1178(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1179(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1180(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1181(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1182(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1183(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1184(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1185(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1186(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1187(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_dropout_1188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1020(yt_tensor *const *inputs, void *ctx)
+call_dropout_1189(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1021(yt_tensor *const *inputs, void *ctx)
+call_dropout_1190(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1022(yt_tensor *const *inputs, void *ctx)
+call_dropout_1191(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1023(yt_tensor *const *inputs, void *ctx)
+call_dropout_1192(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1024(yt_tensor *const *inputs, void *ctx)
+error_dropout_1193(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1025(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1194(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1026(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1195(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1027(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1196(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1028(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1029(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1198(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1030(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1199(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1031(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1200(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1032(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1201(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1033(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1202(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1034(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1203(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1035(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1204(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1036(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1205(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1037(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1206(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1038(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1207(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1039(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1208(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1040(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1209(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1041(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1210(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1042(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1211(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1043(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1212(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1044(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1213(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1045(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1214(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1046(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1215(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1047(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1216(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1048(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1217(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1049(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1218(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1050(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1219(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1051(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1220(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1052(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1221(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1053(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1222(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1054(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1223(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1055(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1224(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1056(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1225(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1057(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1226(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1058(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1227(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1059(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1228(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1060(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1229(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1061(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1230(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1062(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1231(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1063(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1232(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1064(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1233(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -9703,28 +11342,28 @@ call_binary_cross_entropy_with_logits_1064(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1065(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1234(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1066(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1235(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1067(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1236(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1068(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1237(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -9732,245 +11371,245 @@ error_binary_cross_entropy_with_logits_1068(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1069(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1238(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1070(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1239(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1071(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1072(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1241(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1073(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1242(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1074(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1243(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1075(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1244(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1076(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1245(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1077(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1246(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1078(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1247(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1079(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1248(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1080(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1249(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1081(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1250(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1082(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1251(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1083(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1252(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1084(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1253(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1085(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1254(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1086(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1255(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1087(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1256(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1088(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1257(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1089(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1258(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1090(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1259(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1091(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1260(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1092(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1261(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1093(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1262(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1094(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1263(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1095(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1264(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1096(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1265(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1097(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1266(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1098(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1267(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1099(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1268(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1100(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1269(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1101(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1270(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1102(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1271(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_empty_1103(yt_tensor *const *inputs, void *ctx)
+call_empty_1272(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9979,7 +11618,7 @@ call_empty_1103(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1104(yt_tensor *const *inputs, void *ctx)
+call_empty_1273(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9988,7 +11627,7 @@ call_empty_1104(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1105(yt_tensor *const *inputs, void *ctx)
+call_empty_1274(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9996,7 +11635,7 @@ call_empty_1105(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1106(yt_tensor *const *inputs, void *ctx)
+call_zeros_1275(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10005,7 +11644,7 @@ call_zeros_1106(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1107(yt_tensor *const *inputs, void *ctx)
+call_ones_1276(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10014,7 +11653,7 @@ call_ones_1107(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1108(yt_tensor *const *inputs, void *ctx)
+call_full_1277(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10023,7 +11662,7 @@ call_full_1108(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1109(yt_tensor *const *inputs, void *ctx)
+call_full_1278(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10032,7 +11671,7 @@ call_full_1109(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1110(yt_tensor *const *inputs, void *ctx)
+call_full_1279(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10041,77 +11680,77 @@ call_full_1110(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1111(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1280(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1112(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1281(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1113(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1282(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1114(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1283(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1115(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1284(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1116(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1285(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1117(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1286(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1118(yt_tensor *const *inputs, void *ctx)
+call_full_like_1287(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1119(yt_tensor *const *inputs, void *ctx)
+call_full_like_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1120(yt_tensor *const *inputs, void *ctx)
+call_full_like_1289(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1121(yt_tensor *const *inputs, void *ctx)
+call_arange_1290(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10119,7 +11758,7 @@ call_arange_1121(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1122(yt_tensor *const *inputs, void *ctx)
+call_linspace_1291(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10127,7 +11766,7 @@ call_linspace_1122(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1123(yt_tensor *const *inputs, void *ctx)
+call_linspace_1292(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10135,7 +11774,7 @@ call_linspace_1123(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1124(yt_tensor *const *inputs, void *ctx)
+call_linspace_1293(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10143,7 +11782,7 @@ call_linspace_1124(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1125(yt_tensor *const *inputs, void *ctx)
+call_eye_1294(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10151,7 +11790,7 @@ call_eye_1125(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1126(yt_tensor *const *inputs, void *ctx)
+call_eye_1295(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10159,7 +11798,7 @@ call_eye_1126(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1127(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1296(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10167,7 +11806,7 @@ call_eye_m_1127(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1128(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1297(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10175,7 +11814,7 @@ call_eye_m_1128(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1129(yt_tensor *const *inputs, void *ctx)
+call_rand_1298(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10184,7 +11823,7 @@ call_rand_1129(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1130(yt_tensor *const *inputs, void *ctx)
+error_rand_1299(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10193,7 +11832,7 @@ error_rand_1130(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1131(yt_tensor *const *inputs, void *ctx)
+call_randn_1300(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10202,7 +11841,7 @@ call_randn_1131(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1132(yt_tensor *const *inputs, void *ctx)
+error_randn_1301(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10211,35 +11850,35 @@ error_randn_1132(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1133(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1302(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1134(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1303(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1135(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1304(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1136(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1305(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1137(yt_tensor *const *inputs, void *ctx)
+call_randint_1306(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10248,7 +11887,7 @@ call_randint_1137(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1138(yt_tensor *const *inputs, void *ctx)
+call_randint_1307(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10257,7 +11896,7 @@ call_randint_1138(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1139(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1308(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10266,7 +11905,7 @@ call_randint_low_1139(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1140(yt_tensor *const *inputs, void *ctx)
+call_randperm_1309(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10274,7 +11913,7 @@ call_randperm_1140(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1141(yt_tensor *const *inputs, void *ctx)
+call_randperm_1310(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10282,14 +11921,14 @@ call_randperm_1141(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1142(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1311(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1143(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1312(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10301,14 +11940,14 @@ inplace_bernoulli_p_1143(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1144(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1145(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10320,14 +11959,14 @@ inplace_bernoulli_p_1145(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1146(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1315(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1147(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1316(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10339,14 +11978,14 @@ inplace_bernoulli_p_1147(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1148(yt_tensor *const *inputs, void *ctx)
+call_normal_1317(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1149(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1318(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10358,14 +11997,14 @@ inplace_normal_1149(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1150(yt_tensor *const *inputs, void *ctx)
+call_normal_1319(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1151(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1320(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10377,14 +12016,14 @@ inplace_normal_1151(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1152(yt_tensor *const *inputs, void *ctx)
+call_normal_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1153(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10396,21 +12035,21 @@ inplace_normal_1153(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1154(yt_tensor *const *inputs, void *ctx)
+error_normal_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1155(yt_tensor *const *inputs, void *ctx)
+call_uniform_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1156(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10422,14 +12061,14 @@ inplace_uniform_1156(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1157(yt_tensor *const *inputs, void *ctx)
+call_uniform_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1158(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10441,14 +12080,14 @@ inplace_uniform_1158(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1159(yt_tensor *const *inputs, void *ctx)
+call_uniform_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1160(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -10460,14 +12099,14 @@ inplace_uniform_1160(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1161(yt_tensor *const *inputs, void *ctx)
+error_uniform_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_1162(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -10475,7 +12114,7 @@ call_sum_to_1162(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1163(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -10483,7 +12122,7 @@ call_sum_to_1163(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1164(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1333(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -14504,62 +16143,916 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm",
-        .where = "ops.yaml:807 sample 0",
-        .n_inputs = 2,
+        .op = "amin",
+        .where = "ops.yaml:798 sample 0",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_900,
+        .call = call_amin_900,
         .call_inplace = NULL,
-        .call_out = out_mm_901,
+        .call_out = out_amin_901,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_902,
+        .call_inplace = NULL,
+        .call_out = out_amin_903,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_amin_904,
+        .call_inplace = NULL,
+        .call_out = out_amin_905,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_906,
+        .call_inplace = NULL,
+        .call_out = out_amin_907,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_908,
+        .call_inplace = NULL,
+        .call_out = out_amin_909,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_911,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_912,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_913,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_914,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_915,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_916,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_917,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_918,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_919,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_920,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_921,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_922,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_923,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_924,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_values_925,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_926,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_indices_927,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_928,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_929,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_930,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_931,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_932,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_933,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_934,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_935,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_936,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_938,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_939,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_940,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_941,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_942,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_943,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_944,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_945,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_values_946,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_947,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_indices_948,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_949,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_950,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_951,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_952,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_953,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_955,
+        .call_inplace = NULL,
+        .call_out = out_argmax_956,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_957,
+        .call_inplace = NULL,
+        .call_out = out_argmax_958,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmax_959,
+        .call_inplace = NULL,
+        .call_out = out_argmax_960,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_961,
+        .call_inplace = NULL,
+        .call_out = out_argmax_962,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_963,
+        .call_inplace = NULL,
+        .call_out = out_argmax_964,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_966,
+        .call_inplace = NULL,
+        .call_out = out_argmin_967,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_968,
+        .call_inplace = NULL,
+        .call_out = out_argmin_969,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmin_970,
+        .call_inplace = NULL,
+        .call_out = out_argmin_971,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_972,
+        .call_inplace = NULL,
+        .call_out = out_argmin_973,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_975,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_976,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_977,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_978,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_979,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_980,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_981,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_982,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_dim_int_983,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_984,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_985,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_986,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:926 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_988,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:926 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_all_989,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_990,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_991,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_all_dim_992,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_993,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_994,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_995,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:952 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_997,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:952 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_any_998,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_999,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1000,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_any_dim_1001,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1002,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_1003,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1004,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1006,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1007,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1008,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1009,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cumsum_1010,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1011,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1012,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1013,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1014,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1015,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1017,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1018,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logsumexp_1019,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1020,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1023,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1024,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_var_1025,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1026,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1029,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1030,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_std_1031,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1034,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1035,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_linalg_vector_norm_1036,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1037,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 1",
+        .where = "ops.yaml:1103 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_1041,
+        .call_inplace = NULL,
+        .call_out = out_mm_1042,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:1103 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_902,
+        .call = call_mm_1043,
         .call_inplace = NULL,
-        .call_out = out_mm_903,
+        .call_out = out_mm_1044,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 2",
+        .where = "ops.yaml:1103 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_904,
+        .call = call_mm_1045,
         .call_inplace = NULL,
-        .call_out = out_mm_905,
+        .call_out = out_mm_1046,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:807 sample 3",
+        .where = "ops.yaml:1103 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_906,
+        .call = call_mm_1047,
         .call_inplace = NULL,
-        .call_out = out_mm_907,
+        .call_out = out_mm_1048,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 0",
+        .where = "ops.yaml:1121 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_912,
+        .call = call_matmul_1053,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14567,11 +17060,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 1",
+        .where = "ops.yaml:1121 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_913,
+        .call = call_matmul_1054,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14579,11 +17072,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 2",
+        .where = "ops.yaml:1121 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_914,
+        .call = call_matmul_1055,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14591,11 +17084,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 3",
+        .where = "ops.yaml:1121 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_915,
+        .call = call_matmul_1056,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14603,11 +17096,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 4",
+        .where = "ops.yaml:1121 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_916,
+        .call = call_matmul_1057,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14615,11 +17108,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 5",
+        .where = "ops.yaml:1121 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_917,
+        .call = call_matmul_1058,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14627,7 +17120,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 6",
+        .where = "ops.yaml:1121 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -14635,7 +17128,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_918,
+        .call = call_matmul_1059,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14643,11 +17136,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 7",
+        .where = "ops.yaml:1121 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_919,
+        .call = call_matmul_1060,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14655,11 +17148,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 8",
+        .where = "ops.yaml:1121 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_920,
+        .call = call_matmul_1061,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14667,7 +17160,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 9",
+        .where = "ops.yaml:1121 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -14675,7 +17168,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_921,
+        .call = call_matmul_1062,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14683,11 +17176,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:825 sample 10",
+        .where = "ops.yaml:1121 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_922,
+        .call = call_matmul_1063,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14695,19 +17188,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 0",
+        .where = "ops.yaml:1151 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_926,
+        .call = call_bmm_1067,
         .call_inplace = NULL,
-        .call_out = out_bmm_927,
+        .call_out = out_bmm_1068,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 1",
+        .where = "ops.yaml:1151 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -14719,119 +17212,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_928,
+        .call = call_bmm_1069,
         .call_inplace = NULL,
-        .call_out = out_bmm_929,
+        .call_out = out_bmm_1070,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 2",
+        .where = "ops.yaml:1151 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_930,
+        .call = call_bmm_1071,
         .call_inplace = NULL,
-        .call_out = out_bmm_931,
+        .call_out = out_bmm_1072,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:855 sample 3",
+        .where = "ops.yaml:1151 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_932,
+        .call = call_bmm_1073,
         .call_inplace = NULL,
-        .call_out = out_bmm_933,
+        .call_out = out_bmm_1074,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 0",
+        .where = "ops.yaml:1178 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_939,
+        .call = call_addmm_1080,
         .call_inplace = NULL,
-        .call_out = out_addmm_940,
+        .call_out = out_addmm_1081,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 1",
+        .where = "ops.yaml:1178 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_941,
+        .call = call_addmm_1082,
         .call_inplace = NULL,
-        .call_out = out_addmm_942,
+        .call_out = out_addmm_1083,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 2",
+        .where = "ops.yaml:1178 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_943,
+        .call = call_addmm_1084,
         .call_inplace = NULL,
-        .call_out = out_addmm_944,
+        .call_out = out_addmm_1085,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 3",
+        .where = "ops.yaml:1178 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_945,
+        .call = call_addmm_1086,
         .call_inplace = NULL,
-        .call_out = out_addmm_946,
+        .call_out = out_addmm_1087,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:882 sample 4",
+        .where = "ops.yaml:1178 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_947,
+        .call = call_addmm_1088,
         .call_inplace = NULL,
-        .call_out = out_addmm_948,
+        .call_out = out_addmm_1089,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 0",
+        .where = "ops.yaml:1210 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_956,
+        .call = call_baddbmm_1097,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_957,
+        .call_out = out_baddbmm_1098,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 1",
+        .where = "ops.yaml:1210 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -14840,15 +17333,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_958,
+        .call = call_baddbmm_1099,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_959,
+        .call_out = out_baddbmm_1100,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 2",
+        .where = "ops.yaml:1210 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -14857,45 +17350,45 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_960,
+        .call = call_baddbmm_1101,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_961,
+        .call_out = out_baddbmm_1102,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 3",
+        .where = "ops.yaml:1210 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_962,
+        .call = call_baddbmm_1103,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_963,
+        .call_out = out_baddbmm_1104,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:914 sample 4",
+        .where = "ops.yaml:1210 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_964,
+        .call = call_baddbmm_1105,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_965,
+        .call_out = out_baddbmm_1106,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 0",
+        .where = "ops.yaml:1231 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_975,
+        .call = call_dot_1116,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14903,11 +17396,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 1",
+        .where = "ops.yaml:1231 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_976,
+        .call = call_dot_1117,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14915,11 +17408,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:935 sample 2",
+        .where = "ops.yaml:1231 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_977,
+        .call = call_dot_1118,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14927,11 +17420,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 0",
+        .where = "ops.yaml:1248 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_982,
+        .call = call_outer_1123,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14939,11 +17432,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 1",
+        .where = "ops.yaml:1248 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_983,
+        .call = call_outer_1124,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14951,11 +17444,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:952 sample 2",
+        .where = "ops.yaml:1248 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_984,
+        .call = call_outer_1125,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -14963,10 +17456,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:992 sample 0",
+        .where = "ops.yaml:1288 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_988,
+        .call = call_t_1129,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14974,10 +17467,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:992 sample 1",
+        .where = "ops.yaml:1288 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_989,
+        .call = call_t_1130,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14985,10 +17478,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1003 sample 0",
+        .where = "ops.yaml:1299 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_991,
+        .call = call_transpose_1132,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -14996,10 +17489,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1003 sample 1",
+        .where = "ops.yaml:1299 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_992,
+        .call = call_transpose_1133,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15007,10 +17500,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1017 sample 0",
+        .where = "ops.yaml:1313 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_995,
+        .call = call_permute_1136,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15018,10 +17511,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1026 sample 0",
+        .where = "ops.yaml:1322 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_998,
+        .call = call_view_1139,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15029,10 +17522,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1026 sample 1",
+        .where = "ops.yaml:1322 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_999,
+        .call = call_view_1140,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15040,10 +17533,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1036 sample 0",
+        .where = "ops.yaml:1332 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1000,
+        .call = call_reshape_1141,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15051,11 +17544,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1036 sample 1",
+        .where = "ops.yaml:1332 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1001,
+        .call = call_reshape_1142,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15063,10 +17556,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1046 sample 0",
+        .where = "ops.yaml:1342 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1002,
+        .call = call_expand_1143,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15074,10 +17567,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1046 sample 1",
+        .where = "ops.yaml:1342 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1003,
+        .call = call_expand_1144,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15085,10 +17578,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1056 sample 0",
+        .where = "ops.yaml:1352 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1004,
+        .call = call_squeeze_1145,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15096,10 +17589,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1066 sample 0",
+        .where = "ops.yaml:1362 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1005,
+        .call = call_squeeze_dim_1146,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15107,10 +17600,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1066 sample 1",
+        .where = "ops.yaml:1362 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1006,
+        .call = call_squeeze_dim_1147,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15118,10 +17611,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1077 sample 0",
+        .where = "ops.yaml:1373 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1008,
+        .call = call_unsqueeze_1149,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15129,10 +17622,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1077 sample 1",
+        .where = "ops.yaml:1373 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1009,
+        .call = call_unsqueeze_1150,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15140,10 +17633,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1091 sample 0",
+        .where = "ops.yaml:1387 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1011,
+        .call = call_slice_1152,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15151,10 +17644,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1091 sample 1",
+        .where = "ops.yaml:1387 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1012,
+        .call = call_slice_1153,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15162,10 +17655,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1102 sample 0",
+        .where = "ops.yaml:1398 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1015,
+        .call = call_select_1156,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15173,10 +17666,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1102 sample 1",
+        .where = "ops.yaml:1398 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1016,
+        .call = call_select_1157,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15184,22 +17677,214 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1112 sample 0",
+        .where = "ops.yaml:1408 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1018,
+        .call = call_contiguous_1159,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
+        .op = "softmax.int",
+        .where = "ops.yaml:1434 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1160,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1434 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1161,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1434 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1162,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1434 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1163,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1434 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1164,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1452 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1168,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1452 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1169,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1452 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1170,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1452 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1171,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1452 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1172,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1470 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1176,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1470 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1177,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:1470 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1178,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1487 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1182,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1487 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1183,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:1487 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1184,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "dropout",
-        .where = "ops.yaml:1136 sample 0",
+        .where = "ops.yaml:1526 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1019,
+        .call = call_dropout_1188,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15207,11 +17892,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1136 sample 1",
+        .where = "ops.yaml:1526 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1020,
+        .call = call_dropout_1189,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15219,10 +17904,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1136 sample 2",
+        .where = "ops.yaml:1526 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1021,
+        .call = call_dropout_1190,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15230,10 +17915,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1136 sample 3",
+        .where = "ops.yaml:1526 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1022,
+        .call = call_dropout_1191,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15241,10 +17926,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1136 sample 4",
+        .where = "ops.yaml:1526 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1023,
+        .call = call_dropout_1192,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15252,11 +17937,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1150 sample 0",
+        .where = "ops.yaml:1540 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1025,
+        .call = call_mse_loss_1194,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15264,12 +17949,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1150 sample 1",
+        .where = "ops.yaml:1540 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1026,
+        .call = call_mse_loss_1195,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15277,11 +17962,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1150 sample 2",
+        .where = "ops.yaml:1540 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1027,
+        .call = call_mse_loss_1196,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15289,11 +17974,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1150 sample 3",
+        .where = "ops.yaml:1540 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1028,
+        .call = call_mse_loss_1197,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15301,11 +17986,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1150 sample 4",
+        .where = "ops.yaml:1540 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1029,
+        .call = call_mse_loss_1198,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15313,11 +17998,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1165 sample 0",
+        .where = "ops.yaml:1555 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1032,
+        .call = call_l1_loss_1201,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15325,12 +18010,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1165 sample 1",
+        .where = "ops.yaml:1555 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1033,
+        .call = call_l1_loss_1202,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15338,11 +18023,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1165 sample 2",
+        .where = "ops.yaml:1555 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1034,
+        .call = call_l1_loss_1203,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15350,11 +18035,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1165 sample 3",
+        .where = "ops.yaml:1555 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1035,
+        .call = call_l1_loss_1204,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15362,11 +18047,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1165 sample 4",
+        .where = "ops.yaml:1555 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1036,
+        .call = call_l1_loss_1205,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15374,11 +18059,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1180 sample 0",
+        .where = "ops.yaml:1570 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1039,
+        .call = call_smooth_l1_loss_1208,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15386,12 +18071,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1180 sample 1",
+        .where = "ops.yaml:1570 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1040,
+        .call = call_smooth_l1_loss_1209,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15399,11 +18084,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1180 sample 2",
+        .where = "ops.yaml:1570 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1041,
+        .call = call_smooth_l1_loss_1210,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15411,11 +18096,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1180 sample 3",
+        .where = "ops.yaml:1570 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1042,
+        .call = call_smooth_l1_loss_1211,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15423,11 +18108,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1180 sample 4",
+        .where = "ops.yaml:1570 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1043,
+        .call = call_smooth_l1_loss_1212,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15435,11 +18120,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1180 sample 5",
+        .where = "ops.yaml:1570 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1044,
+        .call = call_smooth_l1_loss_1213,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15447,11 +18132,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1196 sample 0",
+        .where = "ops.yaml:1586 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1047,
+        .call = call_huber_loss_1216,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15459,12 +18144,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1196 sample 1",
+        .where = "ops.yaml:1586 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1048,
+        .call = call_huber_loss_1217,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15472,11 +18157,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1196 sample 2",
+        .where = "ops.yaml:1586 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1049,
+        .call = call_huber_loss_1218,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15484,11 +18169,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1196 sample 3",
+        .where = "ops.yaml:1586 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1050,
+        .call = call_huber_loss_1219,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15496,11 +18181,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1196 sample 4",
+        .where = "ops.yaml:1586 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1051,
+        .call = call_huber_loss_1220,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15508,11 +18193,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1212 sample 0",
+        .where = "ops.yaml:1602 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1054,
+        .call = call_binary_cross_entropy_1223,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15520,12 +18205,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1212 sample 1",
+        .where = "ops.yaml:1602 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1055,
+        .call = call_binary_cross_entropy_1224,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15533,13 +18218,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1212 sample 2",
+        .where = "ops.yaml:1602 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1056,
+        .call = call_binary_cross_entropy_1225,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15547,11 +18232,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1212 sample 3",
+        .where = "ops.yaml:1602 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1057,
+        .call = call_binary_cross_entropy_1226,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15559,13 +18244,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1212 sample 4",
+        .where = "ops.yaml:1602 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1058,
+        .call = call_binary_cross_entropy_1227,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15573,13 +18258,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1212 sample 5",
+        .where = "ops.yaml:1602 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1059,
+        .call = call_binary_cross_entropy_1228,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15587,11 +18272,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1228 sample 0",
+        .where = "ops.yaml:1618 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1062,
+        .call = call_binary_cross_entropy_with_logits_1231,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15599,14 +18284,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1228 sample 1",
+        .where = "ops.yaml:1618 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1063,
+        .call = call_binary_cross_entropy_with_logits_1232,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15614,7 +18299,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1228 sample 2",
+        .where = "ops.yaml:1618 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -15622,7 +18307,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1064,
+        .call = call_binary_cross_entropy_with_logits_1233,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15630,13 +18315,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1228 sample 3",
+        .where = "ops.yaml:1618 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1065,
+        .call = call_binary_cross_entropy_with_logits_1234,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15644,13 +18329,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1228 sample 4",
+        .where = "ops.yaml:1618 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1066,
+        .call = call_binary_cross_entropy_with_logits_1235,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15658,11 +18343,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1228 sample 5",
+        .where = "ops.yaml:1618 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1067,
+        .call = call_binary_cross_entropy_with_logits_1236,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15670,11 +18355,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1251 sample 0",
+        .where = "ops.yaml:1641 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1070,
+        .call = call_nll_loss_1239,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15682,13 +18367,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1251 sample 1",
+        .where = "ops.yaml:1641 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1071,
+        .call = call_nll_loss_1240,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15696,13 +18381,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1251 sample 2",
+        .where = "ops.yaml:1641 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1072,
+        .call = call_nll_loss_1241,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15710,12 +18395,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1251 sample 3",
+        .where = "ops.yaml:1641 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1073,
+        .call = call_nll_loss_1242,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15723,13 +18408,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1251 sample 4",
+        .where = "ops.yaml:1641 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1074,
+        .call = call_nll_loss_1243,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15737,11 +18422,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1251 sample 5",
+        .where = "ops.yaml:1641 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1075,
+        .call = call_nll_loss_1244,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15749,11 +18434,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 0",
+        .where = "ops.yaml:1664 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1080,
+        .call = call_cross_entropy_loss_1249,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15761,13 +18446,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 1",
+        .where = "ops.yaml:1664 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1081,
+        .call = call_cross_entropy_loss_1250,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15775,13 +18460,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 2",
+        .where = "ops.yaml:1664 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1082,
+        .call = call_cross_entropy_loss_1251,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15789,13 +18474,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 3",
+        .where = "ops.yaml:1664 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1083,
+        .call = call_cross_entropy_loss_1252,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15803,12 +18488,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 4",
+        .where = "ops.yaml:1664 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1084,
+        .call = call_cross_entropy_loss_1253,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15816,11 +18501,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 5",
+        .where = "ops.yaml:1664 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1085,
+        .call = call_cross_entropy_loss_1254,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15828,13 +18513,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 6",
+        .where = "ops.yaml:1664 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1086,
+        .call = call_cross_entropy_loss_1255,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15842,11 +18527,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 7",
+        .where = "ops.yaml:1664 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1087,
+        .call = call_cross_entropy_loss_1256,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15854,13 +18539,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 8",
+        .where = "ops.yaml:1664 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1088,
+        .call = call_cross_entropy_loss_1257,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15868,13 +18553,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 9",
+        .where = "ops.yaml:1664 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1089,
+        .call = call_cross_entropy_loss_1258,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15882,12 +18567,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 10",
+        .where = "ops.yaml:1664 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1090,
+        .call = call_cross_entropy_loss_1259,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15895,13 +18580,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1274 sample 11",
+        .where = "ops.yaml:1664 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1091,
+        .call = call_cross_entropy_loss_1260,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15909,11 +18594,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1299 sample 0",
+        .where = "ops.yaml:1689 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1096,
+        .call = call_cross_entropy_index_1265,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15921,12 +18606,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1299 sample 1",
+        .where = "ops.yaml:1689 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1097,
+        .call = call_cross_entropy_index_1266,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15934,11 +18619,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1299 sample 2",
+        .where = "ops.yaml:1689 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1098,
+        .call = call_cross_entropy_index_1267,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15946,11 +18631,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1299 sample 3",
+        .where = "ops.yaml:1689 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1099,
+        .call = call_cross_entropy_index_1268,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15958,11 +18643,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1299 sample 4",
+        .where = "ops.yaml:1689 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1100,
+        .call = call_cross_entropy_index_1269,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -15970,9 +18655,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1325 sample 0",
+        .where = "ops.yaml:1715 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1103,
+        .call = call_empty_1272,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15980,9 +18665,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1325 sample 1",
+        .where = "ops.yaml:1715 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1104,
+        .call = call_empty_1273,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15990,9 +18675,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1325 sample 2",
+        .where = "ops.yaml:1715 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1105,
+        .call = call_empty_1274,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16000,9 +18685,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1332 sample 0",
+        .where = "ops.yaml:1722 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1106,
+        .call = call_zeros_1275,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16010,9 +18695,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1340 sample 0",
+        .where = "ops.yaml:1730 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1107,
+        .call = call_ones_1276,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16020,9 +18705,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1355 sample 0",
+        .where = "ops.yaml:1745 sample 0",
         .n_inputs = 0,
-        .call = call_full_1108,
+        .call = call_full_1277,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16030,9 +18715,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1355 sample 1",
+        .where = "ops.yaml:1745 sample 1",
         .n_inputs = 0,
-        .call = call_full_1109,
+        .call = call_full_1278,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16040,9 +18725,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1355 sample 2",
+        .where = "ops.yaml:1745 sample 2",
         .n_inputs = 0,
-        .call = call_full_1110,
+        .call = call_full_1279,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16050,10 +18735,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1366 sample 0",
+        .where = "ops.yaml:1756 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1111,
+        .call = call_empty_like_1280,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16061,11 +18746,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1366 sample 1",
+        .where = "ops.yaml:1756 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1112,
+        .call = call_empty_like_1281,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16073,10 +18758,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1366 sample 2",
+        .where = "ops.yaml:1756 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1113,
+        .call = call_empty_like_1282,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16084,10 +18769,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1386 sample 0",
+        .where = "ops.yaml:1776 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1114,
+        .call = call_ones_like_1283,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16095,11 +18780,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1386 sample 1",
+        .where = "ops.yaml:1776 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1115,
+        .call = call_ones_like_1284,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16107,10 +18792,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1386 sample 2",
+        .where = "ops.yaml:1776 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1116,
+        .call = call_ones_like_1285,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16118,10 +18803,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1386 sample 3",
+        .where = "ops.yaml:1776 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1117,
+        .call = call_ones_like_1286,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16129,10 +18814,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1398 sample 0",
+        .where = "ops.yaml:1788 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1118,
+        .call = call_full_like_1287,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16140,11 +18825,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1398 sample 1",
+        .where = "ops.yaml:1788 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1119,
+        .call = call_full_like_1288,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16152,10 +18837,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1398 sample 2",
+        .where = "ops.yaml:1788 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1120,
+        .call = call_full_like_1289,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16163,9 +18848,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1403 sample 0",
+        .where = "ops.yaml:1793 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1121,
+        .call = call_arange_1290,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16173,9 +18858,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1418 sample 0",
+        .where = "ops.yaml:1808 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1122,
+        .call = call_linspace_1291,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16183,9 +18868,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1418 sample 1",
+        .where = "ops.yaml:1808 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1123,
+        .call = call_linspace_1292,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16193,9 +18878,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1418 sample 2",
+        .where = "ops.yaml:1808 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1124,
+        .call = call_linspace_1293,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16203,9 +18888,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1430 sample 0",
+        .where = "ops.yaml:1820 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1125,
+        .call = call_eye_1294,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16213,9 +18898,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1430 sample 1",
+        .where = "ops.yaml:1820 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1126,
+        .call = call_eye_1295,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16223,9 +18908,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1441 sample 0",
+        .where = "ops.yaml:1831 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1127,
+        .call = call_eye_m_1296,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16233,9 +18918,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1441 sample 1",
+        .where = "ops.yaml:1831 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1128,
+        .call = call_eye_m_1297,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16243,9 +18928,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1445 sample 0",
+        .where = "ops.yaml:1835 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1129,
+        .call = call_rand_1298,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16253,9 +18938,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1456 sample 0",
+        .where = "ops.yaml:1846 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1131,
+        .call = call_randn_1300,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16263,10 +18948,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1473 sample 0",
+        .where = "ops.yaml:1863 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1133,
+        .call = call_rand_like_1302,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16274,10 +18959,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1473 sample 1",
+        .where = "ops.yaml:1863 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1134,
+        .call = call_rand_like_1303,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16285,10 +18970,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1483 sample 0",
+        .where = "ops.yaml:1873 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1135,
+        .call = call_randn_like_1304,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16296,10 +18981,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1483 sample 1",
+        .where = "ops.yaml:1873 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1136,
+        .call = call_randn_like_1305,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16307,9 +18992,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1494 sample 0",
+        .where = "ops.yaml:1884 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1137,
+        .call = call_randint_1306,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16317,9 +19002,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1494 sample 1",
+        .where = "ops.yaml:1884 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1138,
+        .call = call_randint_1307,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16327,9 +19012,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:1505 sample 0",
+        .where = "ops.yaml:1895 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1139,
+        .call = call_randint_low_1308,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16337,9 +19022,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1515 sample 0",
+        .where = "ops.yaml:1905 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1140,
+        .call = call_randperm_1309,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16347,9 +19032,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1515 sample 1",
+        .where = "ops.yaml:1905 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1141,
+        .call = call_randperm_1310,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16357,112 +19042,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1532 sample 0",
+        .where = "ops.yaml:1922 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1142,
-        .call_inplace = inplace_bernoulli_p_1143,
+        .call = call_bernoulli_p_1311,
+        .call_inplace = inplace_bernoulli_p_1312,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1532 sample 1",
+        .where = "ops.yaml:1922 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1144,
-        .call_inplace = inplace_bernoulli_p_1145,
+        .call = call_bernoulli_p_1313,
+        .call_inplace = inplace_bernoulli_p_1314,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1532 sample 2",
+        .where = "ops.yaml:1922 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1146,
-        .call_inplace = inplace_bernoulli_p_1147,
+        .call = call_bernoulli_p_1315,
+        .call_inplace = inplace_bernoulli_p_1316,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1543 sample 0",
+        .where = "ops.yaml:1933 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1148,
-        .call_inplace = inplace_normal_1149,
+        .call = call_normal_1317,
+        .call_inplace = inplace_normal_1318,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1543 sample 1",
+        .where = "ops.yaml:1933 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1150,
-        .call_inplace = inplace_normal_1151,
+        .call = call_normal_1319,
+        .call_inplace = inplace_normal_1320,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1543 sample 2",
+        .where = "ops.yaml:1933 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1152,
-        .call_inplace = inplace_normal_1153,
+        .call = call_normal_1321,
+        .call_inplace = inplace_normal_1322,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1555 sample 0",
+        .where = "ops.yaml:1945 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1155,
-        .call_inplace = inplace_uniform_1156,
+        .call = call_uniform_1324,
+        .call_inplace = inplace_uniform_1325,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1555 sample 1",
+        .where = "ops.yaml:1945 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1157,
-        .call_inplace = inplace_uniform_1158,
+        .call = call_uniform_1326,
+        .call_inplace = inplace_uniform_1327,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1555 sample 2",
+        .where = "ops.yaml:1945 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1159,
-        .call_inplace = inplace_uniform_1160,
+        .call = call_uniform_1328,
+        .call_inplace = inplace_uniform_1329,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1568 sample 0",
+        .where = "ops.yaml:1958 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1162,
+        .call = call_sum_to_1331,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16470,10 +19155,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1568 sample 1",
+        .where = "ops.yaml:1958 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1163,
+        .call = call_sum_to_1332,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17172,736 +19857,1015 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "amax: ",
     },
     {
+        .op = "amin",
+        .what = "ops.yaml:790: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_amin_910,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "amin: ",
+    },
+    {
+        .op = "max.dim",
+        .what = "ops.yaml:829: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_dim_937,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "max: ",
+    },
+    {
+        .op = "min.dim",
+        .what = "ops.yaml:845: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_min_dim_954,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "min: ",
+    },
+    {
+        .op = "argmax",
+        .what = "ops.yaml:860: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmax_965,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmax: ",
+    },
+    {
+        .op = "argmin",
+        .what = "ops.yaml:875: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmin_974,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmin: ",
+    },
+    {
+        .op = "prod.dim_int",
+        .what = "ops.yaml:903: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_prod_dim_int_987,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "prod: ",
+    },
+    {
+        .op = "all.dim",
+        .what = "ops.yaml:930: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_all_dim_996,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "all: ",
+    },
+    {
+        .op = "any.dim",
+        .what = "ops.yaml:956: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_any_dim_1005,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "any: ",
+    },
+    {
+        .op = "cumsum",
+        .what = "ops.yaml:970: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_cumsum_1016,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cumsum: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:985: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_logsumexp_1021,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:985: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_logsumexp_1022,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:998: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_var_1027,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:998: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_var_1028,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1012: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_std_1032,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1012: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_std_1033,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1032: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1038,
+        .expect = 0,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1025: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_linalg_vector_norm_1039,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1025: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1040,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
         .op = "mm",
-        .what = "ops.yaml:798: self.dim == 2",
+        .what = "ops.yaml:1094: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_908,
+        .call = error_mm_1049,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:800: mat2.dim == 2",
+        .what = "ops.yaml:1096: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_909,
+        .call = error_mm_1050,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:802: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1098: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_910,
+        .call = error_mm_1051,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:792: dtype of self",
+        .what = "ops.yaml:1088: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_911,
+        .call = error_mm_1052,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:819: self.dim >= 1",
+        .what = "ops.yaml:1115: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_923,
+        .call = error_matmul_1064,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:821: other.dim >= 1",
+        .what = "ops.yaml:1117: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_924,
+        .call = error_matmul_1065,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:813: dtype of self",
+        .what = "ops.yaml:1109: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_925,
+        .call = error_matmul_1066,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:844: self.dim == 3",
+        .what = "ops.yaml:1140: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_934,
+        .call = error_bmm_1075,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:846: mat2.dim == 3",
+        .what = "ops.yaml:1142: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_935,
+        .call = error_bmm_1076,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:848: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1144: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_936,
+        .call = error_bmm_1077,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:850: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1146: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_937,
+        .call = error_bmm_1078,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:838: dtype of self",
+        .what = "ops.yaml:1134: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_938,
+        .call = error_bmm_1079,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:867: mat1.dim == 2",
+        .what = "ops.yaml:1163: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_949,
+        .call = error_addmm_1090,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:869: mat2.dim == 2",
+        .what = "ops.yaml:1165: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_950,
+        .call = error_addmm_1091,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:871: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1167: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_951,
+        .call = error_addmm_1092,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:873: self.dim <= 2",
+        .what = "ops.yaml:1169: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_952,
+        .call = error_addmm_1093,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:875: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .what =
+            "ops.yaml:1171: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_953,
+        .call = error_addmm_1094,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:877: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what =
+            "ops.yaml:1173: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_954,
+        .call = error_addmm_1095,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:861: dtype of self",
+        .what = "ops.yaml:1157: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_955,
+        .call = error_addmm_1096,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:895: batch1.dim == 3",
+        .what = "ops.yaml:1191: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_966,
+        .call = error_baddbmm_1107,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:897: batch2.dim == 3",
+        .what = "ops.yaml:1193: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_967,
+        .call = error_baddbmm_1108,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:899: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1195: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_968,
+        .call = error_baddbmm_1109,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:901: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1197: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_969,
+        .call = error_baddbmm_1110,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:903: self.dim <= 3",
+        .what = "ops.yaml:1199: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_970,
+        .call = error_baddbmm_1111,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:905: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1201: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_971,
+        .call = error_baddbmm_1112,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:907: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1203: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_972,
+        .call = error_baddbmm_1113,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:909: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what =
+            "ops.yaml:1205: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_973,
+        .call = error_baddbmm_1114,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:889: dtype of self",
+        .what = "ops.yaml:1185: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_974,
+        .call = error_baddbmm_1115,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:927: self.dim == 1",
+        .what = "ops.yaml:1223: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_978,
+        .call = error_dot_1119,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:929: tensor.dim == 1",
+        .what = "ops.yaml:1225: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_979,
+        .call = error_dot_1120,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:931: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1227: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_980,
+        .call = error_dot_1121,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:921: dtype of self",
+        .what = "ops.yaml:1217: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_981,
+        .call = error_dot_1122,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:946: self.dim == 1",
+        .what = "ops.yaml:1242: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_985,
+        .call = error_outer_1126,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:948: vec2.dim == 1",
+        .what = "ops.yaml:1244: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_986,
+        .call = error_outer_1127,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:940: dtype of self",
+        .what = "ops.yaml:1236: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_987,
+        .call = error_outer_1128,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:988: self.dim <= 2",
+        .what = "ops.yaml:1284: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_990,
+        .call = error_t_1131,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:996: dim0 out of range",
+        .what = "ops.yaml:1292: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_993,
+        .call = error_transpose_1134,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:996: dim1 out of range",
+        .what = "ops.yaml:1292: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_994,
+        .call = error_transpose_1135,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1013: len(dims) == self.dim",
+        .what = "ops.yaml:1309: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_996,
+        .call = error_permute_1137,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1007: dims out of range",
+        .what = "ops.yaml:1303: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_997,
+        .call = error_permute_1138,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1059: dim out of range",
+        .what = "ops.yaml:1355: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1007,
+        .call = error_squeeze_dim_1148,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1070: dim out of range",
+        .what = "ops.yaml:1366: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1010,
+        .call = error_unsqueeze_1151,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1087: step > 0",
+        .what = "ops.yaml:1383: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1013,
+        .call = error_slice_1154,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1081: dim out of range",
+        .what = "ops.yaml:1377: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1014,
+        .call = error_slice_1155,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1095: dim out of range",
+        .what = "ops.yaml:1391: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1017,
+        .call = error_select_1158,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
+        .op = "softmax.int",
+        .what = "ops.yaml:1430: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1165,
+        .expect = 0,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:1423: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_softmax_1166,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:1423: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1167,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1448: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1173,
+        .expect = 0,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1441: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_log_softmax_1174,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:1441: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1175,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1466: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1179,
+        .expect = 0,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1459: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1180,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:1459: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1181,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1483: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1185,
+        .expect = 0,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1476: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1186,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:1476: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1187,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
         .op = "dropout",
-        .what = "ops.yaml:1130: dtype of input",
+        .what = "ops.yaml:1520: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1024,
+        .call = error_dropout_1193,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1143: reduction not a choice",
+        .what = "ops.yaml:1533: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1030,
+        .call = error_mse_loss_1199,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1143: dtype of self",
+        .what = "ops.yaml:1533: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1031,
+        .call = error_mse_loss_1200,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1158: reduction not a choice",
+        .what = "ops.yaml:1548: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1037,
+        .call = error_l1_loss_1206,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1158: dtype of self",
+        .what = "ops.yaml:1548: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1038,
+        .call = error_l1_loss_1207,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1173: reduction not a choice",
+        .what = "ops.yaml:1563: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1045,
+        .call = error_smooth_l1_loss_1214,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1173: dtype of self",
+        .what = "ops.yaml:1563: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1046,
+        .call = error_smooth_l1_loss_1215,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1189: reduction not a choice",
+        .what = "ops.yaml:1579: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1052,
+        .call = error_huber_loss_1221,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1189: dtype of self",
+        .what = "ops.yaml:1579: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1053,
+        .call = error_huber_loss_1222,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1204: reduction not a choice",
+        .what = "ops.yaml:1594: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1060,
+        .call = error_binary_cross_entropy_1229,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1204: dtype of self",
+        .what = "ops.yaml:1594: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1061,
+        .call = error_binary_cross_entropy_1230,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1221: reduction not a choice",
+        .what = "ops.yaml:1611: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1068,
+        .call = error_binary_cross_entropy_with_logits_1237,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1221: dtype of self",
+        .what = "ops.yaml:1611: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1069,
+        .call = error_binary_cross_entropy_with_logits_1238,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1244: self.dim >= 1",
+        .what = "ops.yaml:1634: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1076,
+        .call = error_nll_loss_1245,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1246: weight.dim == 1",
+        .what = "ops.yaml:1636: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1077,
+        .call = error_nll_loss_1246,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1237: reduction not a choice",
+        .what = "ops.yaml:1627: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1078,
+        .call = error_nll_loss_1247,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1237: dtype of self",
+        .what = "ops.yaml:1627: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1079,
+        .call = error_nll_loss_1248,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1267: self.dim >= 1",
+        .what = "ops.yaml:1657: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1092,
+        .call = error_cross_entropy_loss_1261,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1269: weight.dim == 1",
+        .what = "ops.yaml:1659: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1093,
+        .call = error_cross_entropy_loss_1262,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1260: reduction not a choice",
+        .what = "ops.yaml:1650: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1094,
+        .call = error_cross_entropy_loss_1263,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1260: dtype of self",
+        .what = "ops.yaml:1650: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1095,
+        .call = error_cross_entropy_loss_1264,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1289: reduction not a choice",
+        .what = "ops.yaml:1679: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1101,
+        .call = error_cross_entropy_index_1270,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1289: dtype of self",
+        .what = "ops.yaml:1679: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1102,
+        .call = error_cross_entropy_index_1271,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1450: is_floating(result_dtype)",
+        .what = "ops.yaml:1840: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1130,
+        .call = error_rand_1299,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1461: is_floating(result_dtype)",
+        .what = "ops.yaml:1851: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1132,
+        .call = error_randn_1301,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:1537: dtype of self",
+        .what = "ops.yaml:1927: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1154,
+        .call = error_normal_1323,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:1549: dtype of self",
+        .what = "ops.yaml:1939: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1161,
+        .call = error_uniform_1330,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1562: dtype of self",
+        .what = "ops.yaml:1952: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1164,
+        .call = error_sum_to_1333,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

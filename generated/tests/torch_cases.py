@@ -1898,298 +1898,825 @@ def case_341(self):
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_342(self, mat2):
-    """mm (ops.yaml:807 sample 0)"""
+def case_342(self):
+    """amin (ops.yaml:798 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_343(self):
+    """amin (ops.yaml:798 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_344(self):
+    """amin (ops.yaml:798 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_345(self):
+    """amin (ops.yaml:798 sample 3)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_346(self):
+    """amin (ops.yaml:798 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_347(self):
+    """max (ops.yaml:812 sample 0)"""
+    return torch.ops.aten.max(self)
+
+
+def case_348(self):
+    """max (ops.yaml:812 sample 1)"""
+    return torch.ops.aten.max(self)
+
+
+def case_349(self):
+    """max (ops.yaml:812 sample 2)"""
+    return torch.ops.aten.max(self)
+
+
+def case_350(self):
+    """min (ops.yaml:824 sample 0)"""
+    return torch.ops.aten.min(self)
+
+
+def case_351(self):
+    """min (ops.yaml:824 sample 1)"""
+    return torch.ops.aten.min(self)
+
+
+def case_352(self):
+    """min (ops.yaml:824 sample 2)"""
+    return torch.ops.aten.min(self)
+
+
+def case_353(self):
+    """max.dim (ops.yaml:838 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_354(self):
+    """max.dim (ops.yaml:838 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_355(self):
+    """max.dim (ops.yaml:838 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_356(self):
+    """max.dim (ops.yaml:838 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_357(self):
+    """max.dim (ops.yaml:838 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_358(self):
+    """max.dim (ops.yaml:838 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_359(self):
+    """max.dim (ops.yaml:838 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_360(self):
+    """max.dim (ops.yaml:838 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_361(self):
+    """max.dim (ops.yaml:838 sample 4 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_362(self):
+    """max.dim (ops.yaml:838 sample 4 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_363(self):
+    """min.dim (ops.yaml:854 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_364(self):
+    """min.dim (ops.yaml:854 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_365(self):
+    """min.dim (ops.yaml:854 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_366(self):
+    """min.dim (ops.yaml:854 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_367(self):
+    """min.dim (ops.yaml:854 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_368(self):
+    """min.dim (ops.yaml:854 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_369(self):
+    """min.dim (ops.yaml:854 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_370(self):
+    """min.dim (ops.yaml:854 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_371(self):
+    """argmax (ops.yaml:868 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_372(self):
+    """argmax (ops.yaml:868 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_373(self):
+    """argmax (ops.yaml:868 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_374(self):
+    """argmax (ops.yaml:868 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_375(self):
+    """argmax (ops.yaml:868 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_376(self):
+    """argmin (ops.yaml:883 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_377(self):
+    """argmin (ops.yaml:883 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_378(self):
+    """argmin (ops.yaml:883 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_379(self):
+    """argmin (ops.yaml:883 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_380(self):
+    """prod (ops.yaml:897 sample 0)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_381(self):
+    """prod (ops.yaml:897 sample 1)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_382(self):
+    """prod (ops.yaml:897 sample 2)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_383(self):
+    """prod (ops.yaml:897 sample 3)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_384(self):
+    """prod.dim_int (ops.yaml:912 sample 0)"""
+    dim = 1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_385(self):
+    """prod.dim_int (ops.yaml:912 sample 1)"""
+    dim = 0
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_386(self):
+    """prod.dim_int (ops.yaml:912 sample 2)"""
+    dim = -1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_387(self):
+    """prod.dim_int (ops.yaml:912 sample 3)"""
+    dim = 0
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_388(self):
+    """all (ops.yaml:926 sample 0)"""
+    return torch.ops.aten.all(self)
+
+
+def case_389(self):
+    """all (ops.yaml:926 sample 1)"""
+    return torch.ops.aten.all(self)
+
+
+def case_390(self):
+    """all.dim (ops.yaml:939 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_391(self):
+    """all.dim (ops.yaml:939 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_392(self):
+    """all.dim (ops.yaml:939 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_393(self):
+    """any (ops.yaml:952 sample 0)"""
+    return torch.ops.aten.any(self)
+
+
+def case_394(self):
+    """any (ops.yaml:952 sample 1)"""
+    return torch.ops.aten.any(self)
+
+
+def case_395(self):
+    """any.dim (ops.yaml:965 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_396(self):
+    """any.dim (ops.yaml:965 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_397(self):
+    """any.dim (ops.yaml:965 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_398(self):
+    """cumsum (ops.yaml:978 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_399(self):
+    """cumsum (ops.yaml:978 sample 1)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_400(self):
+    """cumsum (ops.yaml:978 sample 2)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_401(self):
+    """cumsum (ops.yaml:978 sample 3)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_402(self):
+    """cumsum (ops.yaml:978 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_403(self):
+    """logsumexp (ops.yaml:992 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_404(self):
+    """logsumexp (ops.yaml:992 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_405(self):
+    """logsumexp (ops.yaml:992 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_406(self):
+    """logsumexp (ops.yaml:992 sample 3)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_407(self):
+    """var.correction (ops.yaml:1005 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_408(self):
+    """var.correction (ops.yaml:1005 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_409(self):
+    """var.correction (ops.yaml:1005 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_410(self):
+    """var.correction (ops.yaml:1005 sample 3)"""
+    dim = []
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_411(self):
+    """std.correction (ops.yaml:1019 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_412(self):
+    """std.correction (ops.yaml:1019 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_413(self):
+    """std.correction (ops.yaml:1019 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_414(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
+    ord = 2
+    dim = [1]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_415(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
+    ord = 1
+    dim = [0, 2]
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_416(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
+    ord = 2
+    dim = [0]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_417(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
+    ord = 2
+    dim = []
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_418(self, mat2):
+    """mm (ops.yaml:1103 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_343(self, mat2):
-    """mm (ops.yaml:807 sample 1)"""
+def case_419(self, mat2):
+    """mm (ops.yaml:1103 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_344(self, mat2):
-    """mm (ops.yaml:807 sample 2)"""
+def case_420(self, mat2):
+    """mm (ops.yaml:1103 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_345(self, mat2):
-    """mm (ops.yaml:807 sample 3)"""
+def case_421(self, mat2):
+    """mm (ops.yaml:1103 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_346(self, other):
-    """matmul (ops.yaml:825 sample 0)"""
+def case_422(self, other):
+    """matmul (ops.yaml:1121 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_347(self, other):
-    """matmul (ops.yaml:825 sample 1)"""
+def case_423(self, other):
+    """matmul (ops.yaml:1121 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_348(self, other):
-    """matmul (ops.yaml:825 sample 2)"""
+def case_424(self, other):
+    """matmul (ops.yaml:1121 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_349(self, other):
-    """matmul (ops.yaml:825 sample 3)"""
+def case_425(self, other):
+    """matmul (ops.yaml:1121 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_350(self, other):
-    """matmul (ops.yaml:825 sample 4)"""
+def case_426(self, other):
+    """matmul (ops.yaml:1121 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_351(self, other):
-    """matmul (ops.yaml:825 sample 5)"""
+def case_427(self, other):
+    """matmul (ops.yaml:1121 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_352(self, other):
-    """matmul (ops.yaml:825 sample 6)"""
+def case_428(self, other):
+    """matmul (ops.yaml:1121 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_353(self, other):
-    """matmul (ops.yaml:825 sample 7)"""
+def case_429(self, other):
+    """matmul (ops.yaml:1121 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_354(self, other):
-    """matmul (ops.yaml:825 sample 8)"""
+def case_430(self, other):
+    """matmul (ops.yaml:1121 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_355(self, other):
-    """matmul (ops.yaml:825 sample 9)"""
+def case_431(self, other):
+    """matmul (ops.yaml:1121 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_356(self, other):
-    """matmul (ops.yaml:825 sample 10)"""
+def case_432(self, other):
+    """matmul (ops.yaml:1121 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_357(self, mat2):
-    """bmm (ops.yaml:855 sample 0)"""
+def case_433(self, mat2):
+    """bmm (ops.yaml:1151 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_358(self, mat2):
-    """bmm (ops.yaml:855 sample 1)"""
+def case_434(self, mat2):
+    """bmm (ops.yaml:1151 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_359(self, mat2):
-    """bmm (ops.yaml:855 sample 2)"""
+def case_435(self, mat2):
+    """bmm (ops.yaml:1151 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_360(self, mat2):
-    """bmm (ops.yaml:855 sample 3)"""
+def case_436(self, mat2):
+    """bmm (ops.yaml:1151 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_361(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 0)"""
+def case_437(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_362(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 1)"""
+def case_438(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_363(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 2)"""
+def case_439(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_364(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 3)"""
+def case_440(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_365(self, mat1, mat2):
-    """addmm (ops.yaml:882 sample 4)"""
+def case_441(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_366(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 0)"""
+def case_442(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_367(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 1)"""
+def case_443(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_368(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 2)"""
+def case_444(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_369(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 3)"""
+def case_445(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_370(self, batch1, batch2):
-    """baddbmm (ops.yaml:914 sample 4)"""
+def case_446(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_371(self, tensor):
-    """dot (ops.yaml:935 sample 0)"""
+def case_447(self, tensor):
+    """dot (ops.yaml:1231 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_372(self, tensor):
-    """dot (ops.yaml:935 sample 1)"""
+def case_448(self, tensor):
+    """dot (ops.yaml:1231 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_373(self, tensor):
-    """dot (ops.yaml:935 sample 2)"""
+def case_449(self, tensor):
+    """dot (ops.yaml:1231 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_374(self, vec2):
-    """outer (ops.yaml:952 sample 0)"""
+def case_450(self, vec2):
+    """outer (ops.yaml:1248 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_375(self, vec2):
-    """outer (ops.yaml:952 sample 1)"""
+def case_451(self, vec2):
+    """outer (ops.yaml:1248 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_376(self, vec2):
-    """outer (ops.yaml:952 sample 2)"""
+def case_452(self, vec2):
+    """outer (ops.yaml:1248 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_377(self):
-    """t (ops.yaml:992 sample 0)"""
+def case_453(self):
+    """t (ops.yaml:1288 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_378(self):
-    """t (ops.yaml:992 sample 1)"""
+def case_454(self):
+    """t (ops.yaml:1288 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_379(self):
-    """transpose (ops.yaml:1003 sample 0)"""
+def case_455(self):
+    """transpose (ops.yaml:1299 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_380(self):
-    """transpose (ops.yaml:1003 sample 1)"""
+def case_456(self):
+    """transpose (ops.yaml:1299 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_381(self):
-    """permute (ops.yaml:1017 sample 0)"""
+def case_457(self):
+    """permute (ops.yaml:1313 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_382(self):
-    """view (ops.yaml:1026 sample 0)"""
+def case_458(self):
+    """view (ops.yaml:1322 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_383(self):
-    """view (ops.yaml:1026 sample 1)"""
+def case_459(self):
+    """view (ops.yaml:1322 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_384(self):
-    """reshape (ops.yaml:1036 sample 0)"""
+def case_460(self):
+    """reshape (ops.yaml:1332 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_385(self):
-    """reshape (ops.yaml:1036 sample 1)"""
+def case_461(self):
+    """reshape (ops.yaml:1332 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_386(self):
-    """expand (ops.yaml:1046 sample 0)"""
+def case_462(self):
+    """expand (ops.yaml:1342 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_387(self):
-    """expand (ops.yaml:1046 sample 1)"""
+def case_463(self):
+    """expand (ops.yaml:1342 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_388(self):
-    """squeeze (ops.yaml:1056 sample 0)"""
+def case_464(self):
+    """squeeze (ops.yaml:1352 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_389(self):
-    """squeeze.dim (ops.yaml:1066 sample 0)"""
+def case_465(self):
+    """squeeze.dim (ops.yaml:1362 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_390(self):
-    """squeeze.dim (ops.yaml:1066 sample 1)"""
+def case_466(self):
+    """squeeze.dim (ops.yaml:1362 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_391(self):
-    """unsqueeze (ops.yaml:1077 sample 0)"""
+def case_467(self):
+    """unsqueeze (ops.yaml:1373 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_392(self):
-    """unsqueeze (ops.yaml:1077 sample 1)"""
+def case_468(self):
+    """unsqueeze (ops.yaml:1373 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_393(self):
-    """slice (ops.yaml:1091 sample 0)"""
+def case_469(self):
+    """slice (ops.yaml:1387 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2197,8 +2724,8 @@ def case_393(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_394(self):
-    """slice (ops.yaml:1091 sample 1)"""
+def case_470(self):
+    """slice (ops.yaml:1387 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2206,331 +2733,437 @@ def case_394(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_395(self):
-    """select (ops.yaml:1102 sample 0)"""
+def case_471(self):
+    """select (ops.yaml:1398 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_396(self):
-    """select (ops.yaml:1102 sample 1)"""
+def case_472(self):
+    """select (ops.yaml:1398 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_397(self):
-    """contiguous (ops.yaml:1112 sample 0)"""
+def case_473(self):
+    """contiguous (ops.yaml:1408 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_398(input):
-    """dropout (ops.yaml:1136 sample 0)"""
+def case_474(self):
+    """softmax.int (ops.yaml:1434 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_475(self):
+    """softmax.int (ops.yaml:1434 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_476(self):
+    """softmax.int (ops.yaml:1434 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_477(self):
+    """softmax.int (ops.yaml:1434 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_478(self):
+    """softmax.int (ops.yaml:1434 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_479(self):
+    """log_softmax.int (ops.yaml:1452 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_480(self):
+    """log_softmax.int (ops.yaml:1452 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_481(self):
+    """log_softmax.int (ops.yaml:1452 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_482(self):
+    """log_softmax.int (ops.yaml:1452 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_483(self):
+    """log_softmax.int (ops.yaml:1452 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_484(grad_output, output):
+    """softmax_backward_data (ops.yaml:1470 sample 0)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_485(grad_output, output):
+    """softmax_backward_data (ops.yaml:1470 sample 1)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_486(grad_output, output):
+    """softmax_backward_data (ops.yaml:1470 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_487(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1487 sample 0)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_488(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1487 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_489(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:1487 sample 2)"""
+    dim = 0
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_490(input):
+    """dropout (ops.yaml:1526 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_399(input):
-    """dropout (ops.yaml:1136 sample 1)"""
+def case_491(input):
+    """dropout (ops.yaml:1526 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_400(input):
-    """dropout (ops.yaml:1136 sample 2)"""
+def case_492(input):
+    """dropout (ops.yaml:1526 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_401(input):
-    """dropout (ops.yaml:1136 sample 3)"""
+def case_493(input):
+    """dropout (ops.yaml:1526 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_402(input):
-    """dropout (ops.yaml:1136 sample 4)"""
+def case_494(input):
+    """dropout (ops.yaml:1526 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_403(self, target):
-    """mse_loss (ops.yaml:1150 sample 0)"""
+def case_495(self, target):
+    """mse_loss (ops.yaml:1540 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_404(self, target):
-    """mse_loss (ops.yaml:1150 sample 1)"""
+def case_496(self, target):
+    """mse_loss (ops.yaml:1540 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_405(self, target):
-    """mse_loss (ops.yaml:1150 sample 2)"""
+def case_497(self, target):
+    """mse_loss (ops.yaml:1540 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_406(self, target):
-    """mse_loss (ops.yaml:1150 sample 3)"""
+def case_498(self, target):
+    """mse_loss (ops.yaml:1540 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_407(self, target):
-    """mse_loss (ops.yaml:1150 sample 4)"""
+def case_499(self, target):
+    """mse_loss (ops.yaml:1540 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_408(self, target):
-    """l1_loss (ops.yaml:1165 sample 0)"""
+def case_500(self, target):
+    """l1_loss (ops.yaml:1555 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_409(self, target):
-    """l1_loss (ops.yaml:1165 sample 1)"""
+def case_501(self, target):
+    """l1_loss (ops.yaml:1555 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_410(self, target):
-    """l1_loss (ops.yaml:1165 sample 2)"""
+def case_502(self, target):
+    """l1_loss (ops.yaml:1555 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_411(self, target):
-    """l1_loss (ops.yaml:1165 sample 3)"""
+def case_503(self, target):
+    """l1_loss (ops.yaml:1555 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_412(self, target):
-    """l1_loss (ops.yaml:1165 sample 4)"""
+def case_504(self, target):
+    """l1_loss (ops.yaml:1555 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_413(self, target):
-    """smooth_l1_loss (ops.yaml:1180 sample 0)"""
+def case_505(self, target):
+    """smooth_l1_loss (ops.yaml:1570 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_414(self, target):
-    """smooth_l1_loss (ops.yaml:1180 sample 1)"""
+def case_506(self, target):
+    """smooth_l1_loss (ops.yaml:1570 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_415(self, target):
-    """smooth_l1_loss (ops.yaml:1180 sample 2)"""
+def case_507(self, target):
+    """smooth_l1_loss (ops.yaml:1570 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_416(self, target):
-    """smooth_l1_loss (ops.yaml:1180 sample 3)"""
+def case_508(self, target):
+    """smooth_l1_loss (ops.yaml:1570 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_417(self, target):
-    """smooth_l1_loss (ops.yaml:1180 sample 4)"""
+def case_509(self, target):
+    """smooth_l1_loss (ops.yaml:1570 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_418(self, target):
-    """smooth_l1_loss (ops.yaml:1180 sample 5)"""
+def case_510(self, target):
+    """smooth_l1_loss (ops.yaml:1570 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_419(self, target):
-    """huber_loss (ops.yaml:1196 sample 0)"""
+def case_511(self, target):
+    """huber_loss (ops.yaml:1586 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_420(self, target):
-    """huber_loss (ops.yaml:1196 sample 1)"""
+def case_512(self, target):
+    """huber_loss (ops.yaml:1586 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_421(self, target):
-    """huber_loss (ops.yaml:1196 sample 2)"""
+def case_513(self, target):
+    """huber_loss (ops.yaml:1586 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_422(self, target):
-    """huber_loss (ops.yaml:1196 sample 3)"""
+def case_514(self, target):
+    """huber_loss (ops.yaml:1586 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_423(self, target):
-    """huber_loss (ops.yaml:1196 sample 4)"""
+def case_515(self, target):
+    """huber_loss (ops.yaml:1586 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_424(self, target):
-    """binary_cross_entropy (ops.yaml:1212 sample 0)"""
+def case_516(self, target):
+    """binary_cross_entropy (ops.yaml:1602 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_425(self, target):
-    """binary_cross_entropy (ops.yaml:1212 sample 1)"""
+def case_517(self, target):
+    """binary_cross_entropy (ops.yaml:1602 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_426(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1212 sample 2)"""
+def case_518(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1602 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_427(self, target):
-    """binary_cross_entropy (ops.yaml:1212 sample 3)"""
+def case_519(self, target):
+    """binary_cross_entropy (ops.yaml:1602 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_428(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1212 sample 4)"""
+def case_520(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1602 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_429(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1212 sample 5)"""
+def case_521(self, target, weight):
+    """binary_cross_entropy (ops.yaml:1602 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_430(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 0)"""
+def case_522(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_431(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 1)"""
+def case_523(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_432(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 2)"""
+def case_524(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_433(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 3)"""
+def case_525(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_434(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 4)"""
+def case_526(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_435(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1228 sample 5)"""
+def case_527(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_436(self, target):
-    """nll_loss (ops.yaml:1251 sample 0)"""
+def case_528(self, target):
+    """nll_loss (ops.yaml:1641 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_437(self, target, weight):
-    """nll_loss (ops.yaml:1251 sample 1)"""
+def case_529(self, target, weight):
+    """nll_loss (ops.yaml:1641 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_438(self, target, weight):
-    """nll_loss (ops.yaml:1251 sample 2)"""
+def case_530(self, target, weight):
+    """nll_loss (ops.yaml:1641 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_439(self, target):
-    """nll_loss (ops.yaml:1251 sample 3)"""
+def case_531(self, target):
+    """nll_loss (ops.yaml:1641 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_440(self, target, weight):
-    """nll_loss (ops.yaml:1251 sample 4)"""
+def case_532(self, target, weight):
+    """nll_loss (ops.yaml:1641 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_441(self, target):
-    """nll_loss (ops.yaml:1251 sample 5)"""
+def case_533(self, target):
+    """nll_loss (ops.yaml:1641 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_442(self, target):
-    """cross_entropy_loss (ops.yaml:1274 sample 0)"""
+def case_534(self, target):
+    """cross_entropy_loss (ops.yaml:1664 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2538,32 +3171,32 @@ def case_442(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_443(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1274 sample 1)"""
+def case_535(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1664 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_444(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1274 sample 2)"""
+def case_536(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1664 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_445(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1274 sample 3)"""
+def case_537(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1664 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_446(self, target):
-    """cross_entropy_loss (ops.yaml:1274 sample 4)"""
+def case_538(self, target):
+    """cross_entropy_loss (ops.yaml:1664 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -2571,8 +3204,8 @@ def case_446(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_447(self, target):
-    """cross_entropy_loss (ops.yaml:1274 sample 5)"""
+def case_539(self, target):
+    """cross_entropy_loss (ops.yaml:1664 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2580,16 +3213,16 @@ def case_447(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_448(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1274 sample 6)"""
+def case_540(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1664 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_449(self, target):
-    """cross_entropy_loss (ops.yaml:1274 sample 7)"""
+def case_541(self, target):
+    """cross_entropy_loss (ops.yaml:1664 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2597,24 +3230,24 @@ def case_449(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_450(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1274 sample 8)"""
+def case_542(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1664 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_451(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1274 sample 9)"""
+def case_543(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1664 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_452(self, target):
-    """cross_entropy_loss (ops.yaml:1274 sample 10)"""
+def case_544(self, target):
+    """cross_entropy_loss (ops.yaml:1664 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -2622,16 +3255,16 @@ def case_452(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_453(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1274 sample 11)"""
+def case_545(self, target, weight):
+    """cross_entropy_loss (ops.yaml:1664 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_454(self, target):
-    """cross_entropy_index (ops.yaml:1299 sample 0)"""
+def case_546(self, target):
+    """cross_entropy_index (ops.yaml:1689 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -2639,8 +3272,8 @@ def case_454(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_455(self, target):
-    """cross_entropy_index (ops.yaml:1299 sample 1)"""
+def case_547(self, target):
+    """cross_entropy_index (ops.yaml:1689 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -2648,8 +3281,8 @@ def case_455(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_456(self, target):
-    """cross_entropy_index (ops.yaml:1299 sample 2)"""
+def case_548(self, target):
+    """cross_entropy_index (ops.yaml:1689 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -2657,8 +3290,8 @@ def case_456(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_457(self, target):
-    """cross_entropy_index (ops.yaml:1299 sample 3)"""
+def case_549(self, target):
+    """cross_entropy_index (ops.yaml:1689 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -2666,8 +3299,8 @@ def case_457(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_458(self, target):
-    """cross_entropy_index (ops.yaml:1299 sample 4)"""
+def case_550(self, target):
+    """cross_entropy_index (ops.yaml:1689 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -2675,48 +3308,48 @@ def case_458(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_459():
-    """empty (ops.yaml:1325 sample 0)"""
+def case_551():
+    """empty (ops.yaml:1715 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_460():
-    """empty (ops.yaml:1325 sample 1)"""
+def case_552():
+    """empty (ops.yaml:1715 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_461():
-    """empty (ops.yaml:1325 sample 2)"""
+def case_553():
+    """empty (ops.yaml:1715 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_462():
-    """zeros (ops.yaml:1332 sample 0)"""
+def case_554():
+    """zeros (ops.yaml:1722 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_463():
-    """ones (ops.yaml:1340 sample 0)"""
+def case_555():
+    """ones (ops.yaml:1730 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_464():
-    """full (ops.yaml:1355 sample 0)"""
+def case_556():
+    """full (ops.yaml:1745 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2724,8 +3357,8 @@ def case_464():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_465():
-    """full (ops.yaml:1355 sample 1)"""
+def case_557():
+    """full (ops.yaml:1745 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -2733,8 +3366,8 @@ def case_465():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_466():
-    """full (ops.yaml:1355 sample 2)"""
+def case_558():
+    """full (ops.yaml:1745 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -2742,71 +3375,71 @@ def case_466():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_467(self):
-    """empty_like (ops.yaml:1366 sample 0)"""
+def case_559(self):
+    """empty_like (ops.yaml:1756 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_468(self):
-    """empty_like (ops.yaml:1366 sample 1)"""
+def case_560(self):
+    """empty_like (ops.yaml:1756 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_469(self):
-    """empty_like (ops.yaml:1366 sample 2)"""
+def case_561(self):
+    """empty_like (ops.yaml:1756 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_470(self):
-    """ones_like (ops.yaml:1386 sample 0)"""
+def case_562(self):
+    """ones_like (ops.yaml:1776 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_471(self):
-    """ones_like (ops.yaml:1386 sample 1)"""
+def case_563(self):
+    """ones_like (ops.yaml:1776 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_472(self):
-    """ones_like (ops.yaml:1386 sample 2)"""
+def case_564(self):
+    """ones_like (ops.yaml:1776 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_473(self):
-    """ones_like (ops.yaml:1386 sample 3)"""
+def case_565(self):
+    """ones_like (ops.yaml:1776 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_474(self):
-    """full_like (ops.yaml:1398 sample 0)"""
+def case_566(self):
+    """full_like (ops.yaml:1788 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_475(self):
-    """full_like (ops.yaml:1398 sample 1)"""
+def case_567(self):
+    """full_like (ops.yaml:1788 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_476(self):
-    """full_like (ops.yaml:1398 sample 2)"""
+def case_568(self):
+    """full_like (ops.yaml:1788 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_477():
-    """arange (ops.yaml:1403 sample 0)"""
+def case_569():
+    """arange (ops.yaml:1793 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2815,8 +3448,8 @@ def case_477():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_478():
-    """linspace (ops.yaml:1418 sample 0)"""
+def case_570():
+    """linspace (ops.yaml:1808 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -2825,8 +3458,8 @@ def case_478():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_479():
-    """linspace (ops.yaml:1418 sample 1)"""
+def case_571():
+    """linspace (ops.yaml:1808 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -2835,8 +3468,8 @@ def case_479():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_480():
-    """linspace (ops.yaml:1418 sample 2)"""
+def case_572():
+    """linspace (ops.yaml:1808 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -2845,24 +3478,24 @@ def case_480():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_481():
-    """eye (ops.yaml:1430 sample 0)"""
+def case_573():
+    """eye (ops.yaml:1820 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_482():
-    """eye (ops.yaml:1430 sample 1)"""
+def case_574():
+    """eye (ops.yaml:1820 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_483():
-    """eye.m (ops.yaml:1441 sample 0)"""
+def case_575():
+    """eye.m (ops.yaml:1831 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -2870,8 +3503,8 @@ def case_483():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_484():
-    """eye.m (ops.yaml:1441 sample 1)"""
+def case_576():
+    """eye.m (ops.yaml:1831 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -2879,8 +3512,8 @@ def case_484():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_485():
-    """rand (ops.yaml:1445 sample 0)"""
+def case_577():
+    """rand (ops.yaml:1835 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -2888,8 +3521,8 @@ def case_485():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_486():
-    """randn (ops.yaml:1456 sample 0)"""
+def case_578():
+    """randn (ops.yaml:1846 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -2897,36 +3530,36 @@ def case_486():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_487(self):
-    """rand_like (ops.yaml:1473 sample 0)"""
+def case_579(self):
+    """rand_like (ops.yaml:1863 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_488(self):
-    """rand_like (ops.yaml:1473 sample 1)"""
+def case_580(self):
+    """rand_like (ops.yaml:1863 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_489(self):
-    """randn_like (ops.yaml:1483 sample 0)"""
+def case_581(self):
+    """randn_like (ops.yaml:1873 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_490(self):
-    """randn_like (ops.yaml:1483 sample 1)"""
+def case_582(self):
+    """randn_like (ops.yaml:1873 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_491():
-    """randint (ops.yaml:1494 sample 0)"""
+def case_583():
+    """randint (ops.yaml:1884 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -2935,8 +3568,8 @@ def case_491():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_492():
-    """randint (ops.yaml:1494 sample 1)"""
+def case_584():
+    """randint (ops.yaml:1884 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -2945,8 +3578,8 @@ def case_492():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_493():
-    """randint.low (ops.yaml:1505 sample 0)"""
+def case_585():
+    """randint.low (ops.yaml:1895 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -2956,8 +3589,8 @@ def case_493():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_494():
-    """randperm (ops.yaml:1515 sample 0)"""
+def case_586():
+    """randperm (ops.yaml:1905 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -2965,8 +3598,8 @@ def case_494():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_495():
-    """randperm (ops.yaml:1515 sample 1)"""
+def case_587():
+    """randperm (ops.yaml:1905 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -2974,83 +3607,83 @@ def case_495():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_496(self):
-    """bernoulli.p (ops.yaml:1532 sample 0)"""
+def case_588(self):
+    """bernoulli.p (ops.yaml:1922 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_497(self):
-    """bernoulli.p (ops.yaml:1532 sample 1)"""
+def case_589(self):
+    """bernoulli.p (ops.yaml:1922 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_498(self):
-    """bernoulli.p (ops.yaml:1532 sample 2)"""
+def case_590(self):
+    """bernoulli.p (ops.yaml:1922 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_499(self):
-    """normal (ops.yaml:1543 sample 0)"""
+def case_591(self):
+    """normal (ops.yaml:1933 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_500(self):
-    """normal (ops.yaml:1543 sample 1)"""
+def case_592(self):
+    """normal (ops.yaml:1933 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_501(self):
-    """normal (ops.yaml:1543 sample 2)"""
+def case_593(self):
+    """normal (ops.yaml:1933 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_502(self):
-    """uniform (ops.yaml:1555 sample 0)"""
+def case_594(self):
+    """uniform (ops.yaml:1945 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_503(self):
-    """uniform (ops.yaml:1555 sample 1)"""
+def case_595(self):
+    """uniform (ops.yaml:1945 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_504(self):
-    """uniform (ops.yaml:1555 sample 2)"""
+def case_596(self):
+    """uniform (ops.yaml:1945 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_505(self):
-    """sum_to (ops.yaml:1568 sample 0)"""
+def case_597(self):
+    """sum_to (ops.yaml:1958 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_506(self):
-    """sum_to (ops.yaml:1568 sample 1)"""
+def case_598(self):
+    """sum_to (ops.yaml:1958 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -4082,499 +4715,775 @@ CASES = [
     dict(op="amax", where="ops.yaml:785 sample 2", fn=case_341, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 0", fn=case_342, tensors=["self", "mat2"],
+    dict(op="amin", where="ops.yaml:798 sample 0", fn=case_342, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:798 sample 1", fn=case_343, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:798 sample 2", fn=case_344, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:798 sample 3", fn=case_345, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="amin", where="ops.yaml:798 sample 4", fn=case_346, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max", where="ops.yaml:812 sample 0", fn=case_347, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max", where="ops.yaml:812 sample 1", fn=case_348, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max", where="ops.yaml:812 sample 2", fn=case_349, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min", where="ops.yaml:824 sample 0", fn=case_350, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min", where="ops.yaml:824 sample 1", fn=case_351, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min", where="ops.yaml:824 sample 2", fn=case_352, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result values", fn=case_353, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result indices", fn=case_354, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result values", fn=case_355, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result indices", fn=case_356, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result values", fn=case_357, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result indices", fn=case_358, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result values", fn=case_359, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result indices", fn=case_360, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result values", fn=case_361, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result indices", fn=case_362, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result values", fn=case_363, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result indices", fn=case_364, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result values", fn=case_365, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result indices", fn=case_366, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result values", fn=case_367, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result indices", fn=case_368, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result values", fn=case_369, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result indices", fn=case_370, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 0", fn=case_371, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 1", fn=case_372, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 2", fn=case_373, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 3", fn=case_374, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 4", fn=case_375, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 0", fn=case_376, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 1", fn=case_377, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 2", fn=case_378, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 3", fn=case_379, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 0", fn=case_380, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 1", fn=case_381, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 2", fn=case_382, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 3", fn=case_383, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 0", fn=case_384, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 1", fn=case_385, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 2", fn=case_386, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 3", fn=case_387, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:926 sample 0", fn=case_388, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:926 sample 1", fn=case_389, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 0", fn=case_390, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 1", fn=case_391, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 2", fn=case_392, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:952 sample 0", fn=case_393, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:952 sample 1", fn=case_394, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 0", fn=case_395, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 1", fn=case_396, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 2", fn=case_397, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 0", fn=case_398, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 1", fn=case_399, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 2", fn=case_400, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 3", fn=case_401, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 1", fn=case_343, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 2", fn=case_344, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:807 sample 3", fn=case_345, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 0", fn=case_346, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 1", fn=case_347, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 2", fn=case_348, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 3", fn=case_349, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 4", fn=case_350, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 5", fn=case_351, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 6", fn=case_352, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 7", fn=case_353, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 8", fn=case_354, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 9", fn=case_355, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:825 sample 10", fn=case_356, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 0", fn=case_357, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 1", fn=case_358, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 2", fn=case_359, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:855 sample 3", fn=case_360, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 0", fn=case_361, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 1", fn=case_362, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 2", fn=case_363, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 3", fn=case_364, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:882 sample 4", fn=case_365, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 0", fn=case_366, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 1", fn=case_367, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 2", fn=case_368, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 3", fn=case_369, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:914 sample 4", fn=case_370, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:935 sample 0", fn=case_371, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:935 sample 1", fn=case_372, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:935 sample 2", fn=case_373, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:952 sample 0", fn=case_374, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:952 sample 1", fn=case_375, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:952 sample 2", fn=case_376, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:992 sample 0", fn=case_377, tensors=["self"],
+    dict(op="t", where="ops.yaml:1288 sample 0", fn=case_453, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:992 sample 1", fn=case_378, tensors=["self"],
+    dict(op="t", where="ops.yaml:1288 sample 1", fn=case_454, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1003 sample 0", fn=case_379, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1299 sample 0", fn=case_455, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1003 sample 1", fn=case_380, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1299 sample 1", fn=case_456, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1017 sample 0", fn=case_381, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1313 sample 0", fn=case_457, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1026 sample 0", fn=case_382, tensors=["self"],
+    dict(op="view", where="ops.yaml:1322 sample 0", fn=case_458, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1026 sample 1", fn=case_383, tensors=["self"],
+    dict(op="view", where="ops.yaml:1322 sample 1", fn=case_459, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1036 sample 0", fn=case_384, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1332 sample 0", fn=case_460, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1036 sample 1", fn=case_385, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1332 sample 1", fn=case_461, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1046 sample 0", fn=case_386, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1342 sample 0", fn=case_462, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1046 sample 1", fn=case_387, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1342 sample 1", fn=case_463, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1056 sample 0", fn=case_388, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1352 sample 0", fn=case_464, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1066 sample 0", fn=case_389, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1362 sample 0", fn=case_465, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1066 sample 1", fn=case_390, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1362 sample 1", fn=case_466, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1077 sample 0", fn=case_391, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1373 sample 0", fn=case_467, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1077 sample 1", fn=case_392, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1373 sample 1", fn=case_468, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1091 sample 0", fn=case_393, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1387 sample 0", fn=case_469, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1091 sample 1", fn=case_394, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1387 sample 1", fn=case_470, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1102 sample 0", fn=case_395, tensors=["self"],
+    dict(op="select", where="ops.yaml:1398 sample 0", fn=case_471, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1102 sample 1", fn=case_396, tensors=["self"],
+    dict(op="select", where="ops.yaml:1398 sample 1", fn=case_472, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1112 sample 0", fn=case_397, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:1136 sample 0", fn=case_398, tensors=["input"],
+    dict(op="softmax.int", where="ops.yaml:1434 sample 0", fn=case_474, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1434 sample 1", fn=case_475, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1434 sample 2", fn=case_476, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1434 sample 3", fn=case_477, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1434 sample 4", fn=case_478, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 0", fn=case_479, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 1", fn=case_480, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 2", fn=case_481, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 3", fn=case_482, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:1452 sample 4", fn=case_483, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 0", fn=case_484, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 1", fn=case_485, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 2", fn=case_486, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 0", fn=case_487, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 1", fn=case_488, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 2", fn=case_489, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dropout", where="ops.yaml:1526 sample 0", fn=case_490, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1136 sample 1", fn=case_399, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1526 sample 1", fn=case_491, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1136 sample 2", fn=case_400, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1526 sample 2", fn=case_492, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1136 sample 3", fn=case_401, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1526 sample 3", fn=case_493, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1136 sample 4", fn=case_402, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1526 sample 4", fn=case_494, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:1150 sample 0", fn=case_403, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1540 sample 0", fn=case_495, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1150 sample 1", fn=case_404, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1540 sample 1", fn=case_496, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1150 sample 2", fn=case_405, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1540 sample 2", fn=case_497, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1150 sample 3", fn=case_406, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1540 sample 3", fn=case_498, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1150 sample 4", fn=case_407, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1540 sample 4", fn=case_499, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1165 sample 0", fn=case_408, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1555 sample 0", fn=case_500, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1165 sample 1", fn=case_409, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1555 sample 1", fn=case_501, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1165 sample 2", fn=case_410, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1555 sample 2", fn=case_502, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1165 sample 3", fn=case_411, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1555 sample 3", fn=case_503, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1165 sample 4", fn=case_412, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1555 sample 4", fn=case_504, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1180 sample 0", fn=case_413, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 0", fn=case_505, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1180 sample 1", fn=case_414, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 1", fn=case_506, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1180 sample 2", fn=case_415, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 2", fn=case_507, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1180 sample 3", fn=case_416, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 3", fn=case_508, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1180 sample 4", fn=case_417, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 4", fn=case_509, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1180 sample 5", fn=case_418, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 5", fn=case_510, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1196 sample 0", fn=case_419, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1586 sample 0", fn=case_511, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1196 sample 1", fn=case_420, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1586 sample 1", fn=case_512, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1196 sample 2", fn=case_421, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1586 sample 2", fn=case_513, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1196 sample 3", fn=case_422, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1586 sample 3", fn=case_514, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1196 sample 4", fn=case_423, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1586 sample 4", fn=case_515, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 0", fn=case_424, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 0", fn=case_516, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 1", fn=case_425, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 1", fn=case_517, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 2", fn=case_426, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 2", fn=case_518, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 3", fn=case_427, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 3", fn=case_519, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 4", fn=case_428, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 4", fn=case_520, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1212 sample 5", fn=case_429, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 5", fn=case_521, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 0", fn=case_430, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 0", fn=case_522, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 1", fn=case_431, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 1", fn=case_523, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 2", fn=case_432, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 2", fn=case_524, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 3", fn=case_433, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 3", fn=case_525, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 4", fn=case_434, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 4", fn=case_526, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1228 sample 5", fn=case_435, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 5", fn=case_527, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1251 sample 0", fn=case_436, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1641 sample 0", fn=case_528, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1251 sample 1", fn=case_437, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1641 sample 1", fn=case_529, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1251 sample 2", fn=case_438, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1641 sample 2", fn=case_530, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1251 sample 3", fn=case_439, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1641 sample 3", fn=case_531, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1251 sample 4", fn=case_440, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1641 sample 4", fn=case_532, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1251 sample 5", fn=case_441, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1641 sample 5", fn=case_533, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 0", fn=case_442, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 0", fn=case_534, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 1", fn=case_443, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 1", fn=case_535, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 2", fn=case_444, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 2", fn=case_536, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 3", fn=case_445, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 3", fn=case_537, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 4", fn=case_446, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 4", fn=case_538, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 5", fn=case_447, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 5", fn=case_539, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 6", fn=case_448, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 6", fn=case_540, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 7", fn=case_449, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 7", fn=case_541, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 8", fn=case_450, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 8", fn=case_542, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 9", fn=case_451, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 9", fn=case_543, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 10", fn=case_452, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 10", fn=case_544, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1274 sample 11", fn=case_453, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 11", fn=case_545, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 0", fn=case_454, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 0", fn=case_546, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 1", fn=case_455, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 1", fn=case_547, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 2", fn=case_456, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 2", fn=case_548, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 3", fn=case_457, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 3", fn=case_549, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1299 sample 4", fn=case_458, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 4", fn=case_550, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:1325 sample 0", fn=case_459, tensors=[],
+    dict(op="empty", where="ops.yaml:1715 sample 0", fn=case_551, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1325 sample 1", fn=case_460, tensors=[],
+    dict(op="empty", where="ops.yaml:1715 sample 1", fn=case_552, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1325 sample 2", fn=case_461, tensors=[],
+    dict(op="empty", where="ops.yaml:1715 sample 2", fn=case_553, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:1332 sample 0", fn=case_462, tensors=[],
+    dict(op="zeros", where="ops.yaml:1722 sample 0", fn=case_554, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1340 sample 0", fn=case_463, tensors=[],
+    dict(op="ones", where="ops.yaml:1730 sample 0", fn=case_555, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1355 sample 0", fn=case_464, tensors=[],
+    dict(op="full", where="ops.yaml:1745 sample 0", fn=case_556, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1355 sample 1", fn=case_465, tensors=[],
+    dict(op="full", where="ops.yaml:1745 sample 1", fn=case_557, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1355 sample 2", fn=case_466, tensors=[],
+    dict(op="full", where="ops.yaml:1745 sample 2", fn=case_558, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1366 sample 0", fn=case_467, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1756 sample 0", fn=case_559, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1366 sample 1", fn=case_468, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1756 sample 1", fn=case_560, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1366 sample 2", fn=case_469, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1756 sample 2", fn=case_561, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1386 sample 0", fn=case_470, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1776 sample 0", fn=case_562, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1386 sample 1", fn=case_471, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1776 sample 1", fn=case_563, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1386 sample 2", fn=case_472, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1776 sample 2", fn=case_564, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1386 sample 3", fn=case_473, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1776 sample 3", fn=case_565, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1398 sample 0", fn=case_474, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1788 sample 0", fn=case_566, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1398 sample 1", fn=case_475, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1788 sample 1", fn=case_567, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1398 sample 2", fn=case_476, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1788 sample 2", fn=case_568, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:1403 sample 0", fn=case_477, tensors=[],
+    dict(op="arange", where="ops.yaml:1793 sample 0", fn=case_569, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1418 sample 0", fn=case_478, tensors=[],
+    dict(op="linspace", where="ops.yaml:1808 sample 0", fn=case_570, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1418 sample 1", fn=case_479, tensors=[],
+    dict(op="linspace", where="ops.yaml:1808 sample 1", fn=case_571, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1418 sample 2", fn=case_480, tensors=[],
+    dict(op="linspace", where="ops.yaml:1808 sample 2", fn=case_572, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1430 sample 0", fn=case_481, tensors=[],
+    dict(op="eye", where="ops.yaml:1820 sample 0", fn=case_573, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1430 sample 1", fn=case_482, tensors=[],
+    dict(op="eye", where="ops.yaml:1820 sample 1", fn=case_574, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1441 sample 0", fn=case_483, tensors=[],
+    dict(op="eye.m", where="ops.yaml:1831 sample 0", fn=case_575, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1441 sample 1", fn=case_484, tensors=[],
+    dict(op="eye.m", where="ops.yaml:1831 sample 1", fn=case_576, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1445 sample 0", fn=case_485, tensors=[],
+    dict(op="rand", where="ops.yaml:1835 sample 0", fn=case_577, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:1456 sample 0", fn=case_486, tensors=[],
+    dict(op="randn", where="ops.yaml:1846 sample 0", fn=case_578, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1473 sample 0", fn=case_487, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:1863 sample 0", fn=case_579, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1473 sample 1", fn=case_488, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:1863 sample 1", fn=case_580, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1483 sample 0", fn=case_489, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:1873 sample 0", fn=case_581, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1483 sample 1", fn=case_490, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:1873 sample 1", fn=case_582, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:1494 sample 0", fn=case_491, tensors=[],
+    dict(op="randint", where="ops.yaml:1884 sample 0", fn=case_583, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:1494 sample 1", fn=case_492, tensors=[],
+    dict(op="randint", where="ops.yaml:1884 sample 1", fn=case_584, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:1505 sample 0", fn=case_493, tensors=[],
+    dict(op="randint.low", where="ops.yaml:1895 sample 0", fn=case_585, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1515 sample 0", fn=case_494, tensors=[],
+    dict(op="randperm", where="ops.yaml:1905 sample 0", fn=case_586, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1515 sample 1", fn=case_495, tensors=[],
+    dict(op="randperm", where="ops.yaml:1905 sample 1", fn=case_587, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1532 sample 0", fn=case_496, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1922 sample 0", fn=case_588, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1532 sample 1", fn=case_497, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1922 sample 1", fn=case_589, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1532 sample 2", fn=case_498, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1922 sample 2", fn=case_590, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1543 sample 0", fn=case_499, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1933 sample 0", fn=case_591, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1543 sample 1", fn=case_500, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1933 sample 1", fn=case_592, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1543 sample 2", fn=case_501, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1933 sample 2", fn=case_593, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1555 sample 0", fn=case_502, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1945 sample 0", fn=case_594, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1555 sample 1", fn=case_503, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1945 sample 1", fn=case_595, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1555 sample 2", fn=case_504, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1945 sample 2", fn=case_596, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:1568 sample 0", fn=case_505, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1958 sample 0", fn=case_597, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1568 sample 1", fn=case_506, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1958 sample 1", fn=case_598, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
