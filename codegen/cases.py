@@ -55,7 +55,7 @@ def default_samples(op: Op) -> list[dict]:
 def _tensor_spec(name, spec):
     shape = spec["shape"]
     return {"name": name, "dim": len(shape), "sizes": shape or [0], "dtype": C_DTYPE[spec.get("dtype", "f64")],
-            "transpose": bool(spec.get("transpose"))}
+            "transpose": bool(spec.get("transpose")), "high": int(spec.get("high", 0))}
 
 
 class CaseBuilder:

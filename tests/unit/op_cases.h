@@ -11,6 +11,7 @@ typedef struct yt_case_tensor {
     int64_t sizes[YT_MAX_DIM];
     yt_dtype dtype;
     bool transpose; /* the transpose of a contiguous tensor of `sizes`: non-contiguous */
+    int64_t high;   /* > 0: integer values drawn from [0, high) (index tensors) */
 } yt_case_tensor;
 
 /* Calls the op on the case's inputs; ctx is the function variant's result for out= calls. */
