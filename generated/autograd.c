@@ -2214,6 +2214,220 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
+/* flip(Tensor self, int[] dims) -> Tensor
+ * backward, from derivatives.yaml:168:
+ *   self: flip(grad, dims)
+ */
+typedef struct flip_node {
+    yt_node base;     /* must be first */
+    yt_int_list dims; /* used by: self */
+} flip_node;
+
+static yt_status
+flip_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    flip_node *node = (flip_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_flip(grads[0], node->dims.v, node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+flip_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind flip_node_kind = {
+    .name = "FlipBackward",
+    .op_name = "flip",
+    .size = sizeof(flip_node),
+    .backward = flip_backward,
+    .release_saved = flip_release_saved,
+};
+
+yt_status
+yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dims_len)
+{
+    flip_node *node = (flip_node *)yt__node_new(&flip_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * backward, from derivatives.yaml:171:
+ *   self: roll_backward(grad, shifts, dims)
+ */
+typedef struct roll_node {
+    yt_node base;       /* must be first */
+    yt_int_list shifts; /* used by: self */
+    yt_int_list dims;   /* used by: self */
+} roll_node;
+
+static yt_status
+roll_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    roll_node *node = (roll_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_roll_backward(grads[0], node->shifts.v, node->shifts.len, node->dims.v,
+                                  node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+roll_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind roll_node_kind = {
+    .name = "RollBackward",
+    .op_name = "roll",
+    .size = sizeof(roll_node),
+    .backward = roll_backward,
+    .release_saved = roll_release_saved,
+};
+
+yt_status
+yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int shifts_len,
+                const int64_t *dims, int dims_len)
+{
+    roll_node *node = (roll_node *)yt__node_new(&roll_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->shifts.len = shifts_len;
+    for (int i = 0; i < shifts_len; i++)
+        node->shifts.v[i] = shifts[i];
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:174:
+ *   self: tril(grad, diagonal)
+ */
+typedef struct tril_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} tril_node;
+
+static yt_status
+tril_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    tril_node *node = (tril_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_tril_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+tril_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind tril_node_kind = {
+    .name = "TrilBackward",
+    .op_name = "tril",
+    .size = sizeof(tril_node),
+    .backward = tril_backward,
+    .release_saved = tril_release_saved,
+};
+
+yt_status
+yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    tril_node *node = (tril_node *)yt__node_new(&tril_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:177:
+ *   self: triu(grad, diagonal)
+ */
+typedef struct triu_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} triu_node;
+
+static yt_status
+triu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    triu_node *node = (triu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_triu_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+triu_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind triu_node_kind = {
+    .name = "TriuBackward",
+    .op_name = "triu",
+    .size = sizeof(triu_node),
+    .backward = triu_backward,
+    .release_saved = triu_release_saved,
+};
+
+yt_status
+yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    triu_node *node = (triu_node *)yt__node_new(&triu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)

@@ -60,6 +60,12 @@ YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64
                                        int64_t start, int64_t end, int64_t step);
 YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
                                         int64_t index);
+YT_INTERNAL yt_status yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                      int dims_len);
+YT_INTERNAL yt_status yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                      int shifts_len, const int64_t *dims, int dims_len);
+YT_INTERNAL yt_status yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+YT_INTERNAL yt_status yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

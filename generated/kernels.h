@@ -172,6 +172,26 @@ typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_ten
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 
+typedef yt_status (*yt__flip_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                        int dims_len);
+extern const yt__flip_kernel_fn yt__flip_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                   int dims_len);
+
+typedef yt_status (*yt__roll_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                        int shifts_len, const int64_t *dims, int dims_len);
+extern const yt__roll_kernel_fn yt__roll_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                   int shifts_len, const int64_t *dims, int dims_len);
+
+typedef yt_status (*yt__tril_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+extern const yt__tril_kernel_fn yt__tril_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+
+typedef yt_status (*yt__triu_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+extern const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -244,6 +264,18 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_flatten(yt_tensor *self, int64_t start_dim, int64_t end_dim);
+YT_INTERNAL yt_tensor *yt__composite_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes,
+                                               int sizes_len);
+YT_INTERNAL yt_tensor *yt__composite_broadcast_to(yt_tensor *self, const int64_t *size,
+                                                  int size_len);
+YT_INTERNAL yt_tensor *yt__composite_narrow(yt_tensor *self, int64_t dim, int64_t start,
+                                            int64_t length);
+YT_INTERNAL yt_tensor *yt__composite_repeat(yt_tensor *self, const int64_t *repeats,
+                                            int repeats_len);
+YT_INTERNAL yt_tensor *yt__composite_roll_backward(yt_tensor *grad, const int64_t *shifts,
+                                                   int shifts_len, const int64_t *dims,
+                                                   int dims_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

@@ -263,3 +263,292 @@ yt_contiguous(yt_tensor *self)
     yt__scope_resume();
     return yt__scope_track(result);
 }
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * from ops.yaml:505 */
+yt_tensor *
+yt_flatten(yt_tensor *self)
+{
+    return yt_flatten_ex(self, 0, -1);
+}
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * from ops.yaml:505 */
+yt_tensor *
+yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
+{
+    if (self == NULL)
+        return yt__null_arg("flatten", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&start_dim, self->dim, "flatten", "start_dim") != YT_OK)
+        return NULL;
+    if (yt__wrap_dim(&end_dim, self->dim, "flatten", "end_dim") != YT_OK)
+        return NULL;
+    if (!(start_dim <= end_dim))
+        return yt__fail(YT_ERR_VALUE,
+                        "flatten: expected start_dim <= end_dim, got start_dim=%lld, end_dim=%lld",
+                        (long long)start_dim, (long long)end_dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_flatten(self, start_dim, end_dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
+ * from ops.yaml:522 */
+yt_tensor *
+yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
+{
+    if (self == NULL)
+        return yt__null_arg("unflatten", "self"); /* keeps an earlier error */
+    if (sizes_len < 0 || sizes_len > YT_MAX_DIM || (sizes == NULL && sizes_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "unflatten: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+                        sizes_len, YT_MAX_DIM);
+    if (yt__wrap_dim(&dim, self->dim, "unflatten", "dim") != YT_OK)
+        return NULL;
+    if (!(self->dim >= 1))
+        return yt__fail(YT_ERR_SHAPE, "unflatten: self must be at least 1-D, got %d-D", self->dim);
+    if (!(sizes_len >= 1))
+        return yt__fail(YT_ERR_SHAPE, "unflatten: expected len(sizes) >= 1, got len(sizes)=%d",
+                        sizes_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_unflatten(self, dim, sizes, sizes_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* broadcast_to(Tensor self, int[] size) -> Tensor
+ * from ops.yaml:540 */
+yt_tensor *
+yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
+{
+    if (self == NULL)
+        return yt__null_arg("broadcast_to", "self"); /* keeps an earlier error */
+    if (size_len < 0 || size_len > YT_MAX_DIM || (size == NULL && size_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "broadcast_to: size has %d entries (expected 0..%d, non-NULL when > 0)",
+                        size_len, YT_MAX_DIM);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_broadcast_to(self, size, size_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* narrow(Tensor self, int dim, int start, int length) -> Tensor
+ * from ops.yaml:552 */
+yt_tensor *
+yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
+{
+    if (self == NULL)
+        return yt__null_arg("narrow", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "narrow", "dim") != YT_OK)
+        return NULL;
+    if (!(self->dim >= 1))
+        return yt__fail(YT_ERR_SHAPE, "narrow: self must be at least 1-D, got %d-D", self->dim);
+    if (!(length >= 0))
+        return yt__fail(YT_ERR_VALUE, "narrow: expected length >= 0, got length=%lld",
+                        (long long)length);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_narrow(self, dim, start, length);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* repeat(Tensor self, int[] repeats) -> Tensor
+ * from ops.yaml:570 */
+yt_tensor *
+yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
+{
+    if (self == NULL)
+        return yt__null_arg("repeat", "self"); /* keeps an earlier error */
+    if (repeats_len < 0 || repeats_len > YT_MAX_DIM || (repeats == NULL && repeats_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "repeat: repeats has %d entries (expected 0..%d, non-NULL when > 0)",
+                        repeats_len, YT_MAX_DIM);
+    if (!(repeats_len >= self->dim))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "repeat: expected len(repeats) >= self.dim, got len(repeats)=%d, self.dim=%d",
+            repeats_len, self->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_repeat(self, repeats, repeats_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* flip(Tensor self, int[] dims) -> Tensor
+ * from ops.yaml:587; backward from derivatives.yaml:168 */
+yt_tensor *
+yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
+{
+    if (self == NULL)
+        return yt__null_arg("flip", "self"); /* keeps an earlier error */
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "flip: dims has %d entries (expected 0..%d, non-NULL when > 0)", dims_len,
+                        YT_MAX_DIM);
+    int64_t dims_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dims_len; i++)
+        dims_wrapped[i] = dims[i];
+    if (yt__wrap_dims(dims_wrapped, dims_len, self->dim, "flip", "dims") != YT_OK)
+        return NULL;
+    dims = dims_wrapped;
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__flip_kernel_fn kernel = yt__flip_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "flip: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dims, dims_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_flip(result, self, dims, dims_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * from ops.yaml:601; backward from derivatives.yaml:171 */
+yt_tensor *
+yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
+{
+    return yt_roll_ex(self, shifts, shifts_len, NULL, 0);
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * from ops.yaml:601; backward from derivatives.yaml:171 */
+yt_tensor *
+yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t *dims,
+           int dims_len)
+{
+    if (self == NULL)
+        return yt__null_arg("roll", "self"); /* keeps an earlier error */
+    if (shifts_len < 0 || shifts_len > YT_MAX_DIM || (shifts == NULL && shifts_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll: shifts has %d entries (expected 0..%d, non-NULL when > 0)",
+                        shifts_len, YT_MAX_DIM);
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll: dims has %d entries (expected 0..%d, non-NULL when > 0)", dims_len,
+                        YT_MAX_DIM);
+    int64_t dims_wrapped[YT_MAX_DIM];
+    for (int i = 0; i < dims_len; i++)
+        dims_wrapped[i] = dims[i];
+    if (yt__wrap_dims(dims_wrapped, dims_len, self->dim, "roll", "dims") != YT_OK)
+        return NULL;
+    dims = dims_wrapped;
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(shifts_len >= 1))
+        return yt__fail(YT_ERR_SHAPE, "roll: expected len(shifts) >= 1, got len(shifts)=%d",
+                        shifts_len);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__roll_kernel_fn kernel = yt__roll_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "roll: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, shifts, shifts_len, dims, dims_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_roll(result, self, shifts, shifts_len, dims, dims_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:626; backward from derivatives.yaml:174 */
+yt_tensor *
+yt_tril(yt_tensor *self)
+{
+    return yt_tril_ex(self, 0);
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:626; backward from derivatives.yaml:174 */
+yt_tensor *
+yt_tril_ex(yt_tensor *self, int64_t diagonal)
+{
+    if (self == NULL)
+        return yt__null_arg("tril", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(self->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE, "tril: self must be at least 2-D, got %d-D", self->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__tril_kernel_fn kernel = yt__tril_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "tril: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_tril(result, self, diagonal) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:642; backward from derivatives.yaml:177 */
+yt_tensor *
+yt_triu(yt_tensor *self)
+{
+    return yt_triu_ex(self, 0);
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * from ops.yaml:642; backward from derivatives.yaml:177 */
+yt_tensor *
+yt_triu_ex(yt_tensor *self, int64_t diagonal)
+{
+    if (self == NULL)
+        return yt__null_arg("triu", "self"); /* keeps an earlier error */
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(self->dim >= 2))
+        return yt__fail(YT_ERR_SHAPE, "triu: self must be at least 2-D, got %d-D", self->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, self);
+    yt_device result_device = self->device;
+    yt__triu_kernel_fn kernel = yt__triu_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "triu: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_triu(result, self, diagonal) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}

@@ -216,6 +216,53 @@ static const op_info registry[] = {
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
     },
     {
+        .schema = "flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor",
+        .doc =
+            "Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a 0-D tensor becomes 1-D.",
+    },
+    {
+        .schema = "unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor",
+        .doc = "A view splitting dimension `dim` into `sizes` (one entry may be -1).",
+    },
+    {
+        .schema = "broadcast_to(Tensor self, int[] size) -> Tensor",
+        .doc = "A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).",
+    },
+    {
+        .schema = "narrow(Tensor self, int dim, int start, int length) -> Tensor",
+        .doc =
+            "A view of `length` elements from `start` (negative counts from the end) along `dim`.",
+    },
+    {
+        .schema = "repeat(Tensor self, int[] repeats) -> Tensor",
+        .doc =
+            "A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add dimensions).",
+    },
+    {
+        .schema = "flip(Tensor self, int[] dims) -> Tensor",
+        .doc =
+            "A copy of `self` with the order of elements reversed along each dimension in `dims`.",
+    },
+    {
+        .schema = "roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor",
+        .doc =
+            "A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened tensor when `dims` is empty).",
+    },
+    {
+        .schema = "roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor",
+        .doc = "Gradient of roll: `grad` rolled back by -shifts.",
+    },
+    {
+        .schema = "tril(Tensor self, int diagonal=0) -> Tensor",
+        .doc =
+            "A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.",
+    },
+    {
+        .schema = "triu(Tensor self, int diagonal=0) -> Tensor",
+        .doc =
+            "A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.",
+    },
+    {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
     },

@@ -3646,7 +3646,446 @@ call_contiguous_395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_396(yt_tensor *const *inputs, void *ctx)
+call_flatten_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 2);
+}
+
+static yt_tensor *
+call_flatten_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, 1);
+}
+
+static yt_tensor *
+call_flatten_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+error_flatten_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 2, 1);
+}
+
+static yt_tensor *
+error_flatten_402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 7, 2);
+}
+
+static yt_tensor *
+error_flatten_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 7);
+}
+
+static yt_tensor *
+call_unflatten_404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {-1, 2};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {3, 2};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {0, 5};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+error_unflatten_408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {1};
+    return yt_unflatten(inputs[0], 0, sizes, 1);
+}
+
+static yt_tensor *
+error_unflatten_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_unflatten(inputs[0], 0, NULL, 0);
+}
+
+static yt_tensor *
+error_unflatten_410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 7, sizes, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 4};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 5};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 0};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_narrow_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 1, 3);
+}
+
+static yt_tensor *
+call_narrow_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, -3, 2);
+}
+
+static yt_tensor *
+call_narrow_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 2, 0);
+}
+
+static yt_tensor *
+call_narrow_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, 3, 0);
+}
+
+static yt_tensor *
+error_narrow_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, 1);
+}
+
+static yt_tensor *
+error_narrow_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, -1);
+}
+
+static yt_tensor *
+error_narrow_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 7, 1, 3);
+}
+
+static yt_tensor *
+call_repeat_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 1, 2};
+    return yt_repeat(inputs[0], repeats, 3);
+}
+
+static yt_tensor *
+call_repeat_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {1, 3};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {3};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_repeat_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {0};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+error_repeat_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_flip_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0, -1};
+    return yt_flip(inputs[0], dims, 2);
+}
+
+static yt_tensor *
+call_flip_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flip(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_flip_434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {7};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_roll_435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {-5};
+    return yt_roll_ex(inputs[0], shifts, 1, NULL, 0);
+}
+
+static yt_tensor *
+call_roll_437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1, 2};
+    static const int64_t dims[] = {0, 2};
+    return yt_roll_ex(inputs[0], shifts, 2, dims, 2);
+}
+
+static yt_tensor *
+call_roll_438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {2};
+    static const int64_t dims[] = {0};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+error_roll_440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
+}
+
+static yt_tensor *
+error_roll_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {7};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_tril_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_tril_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_tril_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -7);
+}
+
+static yt_tensor *
+error_tril_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_triu_450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_triu_451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_452(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 9);
+}
+
+static yt_tensor *
+error_triu_453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_zeros_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3655,7 +4094,7 @@ call_zeros_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_397(yt_tensor *const *inputs, void *ctx)
+call_ones_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3664,7 +4103,7 @@ call_ones_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_398(yt_tensor *const *inputs, void *ctx)
+call_full_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3673,7 +4112,7 @@ call_full_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_399(yt_tensor *const *inputs, void *ctx)
+call_arange_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3681,7 +4120,7 @@ call_arange_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_400(yt_tensor *const *inputs, void *ctx)
+call_rand_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3690,7 +4129,7 @@ call_rand_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_401(yt_tensor *const *inputs, void *ctx)
+error_rand_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3699,7 +4138,7 @@ error_rand_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_402(yt_tensor *const *inputs, void *ctx)
+call_randn_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3708,7 +4147,7 @@ call_randn_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_403(yt_tensor *const *inputs, void *ctx)
+error_randn_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3717,7 +4156,7 @@ error_randn_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_404(yt_tensor *const *inputs, void *ctx)
+call_sum_to_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3725,7 +4164,7 @@ call_sum_to_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_405(yt_tensor *const *inputs, void *ctx)
+call_sum_to_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5593,10 +6032,492 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:515 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:515 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_397,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:515 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flatten_398,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:515 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_399,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:515 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_400,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:534 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_404,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:534 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_405,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:534 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unflatten_406,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:534 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_407,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:546 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:546 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_412,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:546 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_broadcast_to_413,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:546 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_414,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:564 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:564 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:564 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_narrow_417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:564 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_418,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:579 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:579 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_423,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:579 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_repeat_424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:579 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_425,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:579 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_426,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:579 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:594 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:594 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_430,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:594 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flip_431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:594 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:594 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:611 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_435,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:611 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_436,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:611 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:611 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_roll_438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:611 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_439,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:635 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_442,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:635 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_443,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:635 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_tril_444,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:635 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_445,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:635 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_446,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:651 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_448,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:651 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_449,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:651 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_triu_450,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:651 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_451,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:651 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_452,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "zeros",
-        .where = "ops.yaml:522 sample 0",
+        .where = "ops.yaml:675 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_396,
+        .call = call_zeros_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5604,9 +6525,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:530 sample 0",
+        .where = "ops.yaml:683 sample 0",
         .n_inputs = 0,
-        .call = call_ones_397,
+        .call = call_ones_455,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5614,9 +6535,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:538 sample 0",
+        .where = "ops.yaml:691 sample 0",
         .n_inputs = 0,
-        .call = call_full_398,
+        .call = call_full_456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5624,9 +6545,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:553 sample 0",
+        .where = "ops.yaml:706 sample 0",
         .n_inputs = 0,
-        .call = call_arange_399,
+        .call = call_arange_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5634,9 +6555,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:561 sample 0",
+        .where = "ops.yaml:714 sample 0",
         .n_inputs = 0,
-        .call = call_rand_400,
+        .call = call_rand_458,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5644,9 +6565,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:572 sample 0",
+        .where = "ops.yaml:725 sample 0",
         .n_inputs = 0,
-        .call = call_randn_402,
+        .call = call_randn_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5654,10 +6575,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 0",
+        .where = "ops.yaml:744 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_404,
+        .call = call_sum_to_462,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5665,10 +6586,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 1",
+        .where = "ops.yaml:744 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_405,
+        .call = call_sum_to_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6051,18 +6972,153 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "select: ",
     },
     {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:511: start_dim <= end_dim",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_401,
+        .expect = 0,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:505: start_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_402,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:505: end_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_403,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:528: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_408,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:530: len(sizes) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_409,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:522: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_410,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:558: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_419,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:560: length >= 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_420,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:552: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_421,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "repeat",
+        .what = "ops.yaml:575: len(repeats) >= self.dim",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_repeat_428,
+        .expect = 0,
+        .expect_prefix = "repeat: ",
+    },
+    {
+        .op = "flip",
+        .what = "ops.yaml:587: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flip_434,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flip: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:607: len(shifts) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_440,
+        .expect = 0,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:601: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_441,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "tril",
+        .what = "ops.yaml:631: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_tril_447,
+        .expect = 0,
+        .expect_prefix = "tril: ",
+    },
+    {
+        .op = "triu",
+        .what = "ops.yaml:647: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_triu_453,
+        .expect = 0,
+        .expect_prefix = "triu: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:566: is_floating(result_dtype)",
+        .what = "ops.yaml:719: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_401,
+        .call = error_rand_459,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:577: is_floating(result_dtype)",
+        .what = "ops.yaml:730: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_403,
+        .call = error_randn_461,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
