@@ -2428,6 +2428,603 @@ yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
     return status;
 }
 
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * backward, from derivatives.yaml:183:
+ *   self: index_select_backward(grad, self.shape, dim, index)
+ */
+typedef struct index_select_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} index_select_node;
+
+static yt_status
+index_select_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_select_node *node = (index_select_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_index_select_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                          node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_select_release_saved(yt_node *node_)
+{
+    index_select_node *node = (index_select_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_select_node_kind = {
+    .name = "IndexSelectBackward",
+    .op_name = "index_select",
+    .size = sizeof(index_select_node),
+    .backward = index_select_backward,
+    .release_saved = index_select_release_saved,
+};
+
+yt_status
+yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    index_select_node *node = (index_select_node *)yt__node_new(&index_select_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:186:
+ *   self: grad
+ *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
+ */
+typedef struct index_add_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: source */
+    yt_saved index;        /* used by: source */
+    yt_scalar alpha;       /* used by: source */
+    yt_shape source_shape; /* used by: source */
+} index_add_node;
+
+static yt_status
+index_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_add_node *node = (index_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->alpha);
+        out[2] = yt_reshape(t1, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_add_release_saved(yt_node *node_)
+{
+    index_add_node *node = (index_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_add_node_kind = {
+    .name = "IndexAddBackward",
+    .op_name = "index_add",
+    .size = sizeof(index_add_node),
+    .backward = index_add_backward,
+    .release_saved = index_add_release_saved,
+};
+
+yt_status
+yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                     yt_tensor *source, yt_scalar alpha)
+{
+    index_add_node *node = (index_add_node *)yt__node_new(&index_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    node->alpha = alpha;
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * backward, from derivatives.yaml:190:
+ *   self: index_copy(grad, dim, index, zeros_like(source))
+ *   source: reshape(index_select(grad, dim, index), source.shape)
+ */
+typedef struct index_copy_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: self, source */
+    yt_saved index;        /* used by: self, source */
+    yt_saved source;       /* used by: self */
+    yt_shape source_shape; /* used by: source */
+} index_copy_node;
+
+static yt_status
+index_copy_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *source = yt__saved_unpack(&node->source, &node->base, "source");
+        yt_tensor *t0 = yt_zeros_like(source);
+        out[0] = yt_index_copy(grads[0], node->dim, index, t0);
+        yt_release(t0);
+        yt_release(source);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        out[2] = yt_reshape(t0, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_copy_release_saved(yt_node *node_)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+    yt__saved_release(&node->index);
+    yt__saved_release(&node->source);
+}
+
+static const yt_node_kind index_copy_node_kind = {
+    .name = "IndexCopyBackward",
+    .op_name = "index_copy",
+    .size = sizeof(index_copy_node),
+    .backward = index_copy_backward,
+    .release_saved = index_copy_release_saved,
+};
+
+yt_status
+yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                      yt_tensor *source)
+{
+    index_copy_node *node = (index_copy_node *)yt__node_new(&index_copy_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->source, source, false, 0);
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * backward, from derivatives.yaml:194:
+ *   self: gather_backward(grad, self.shape, dim, index)
+ */
+typedef struct gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} gather_node;
+
+static yt_status
+gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gather_node *node = (gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gather_release_saved(yt_node *node_)
+{
+    gather_node *node = (gather_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind gather_node_kind = {
+    .name = "GatherBackward",
+    .op_name = "gather",
+    .size = sizeof(gather_node),
+    .backward = gather_backward,
+    .release_saved = gather_release_saved,
+};
+
+yt_status
+yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    gather_node *node = (gather_node *)yt__node_new(&gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:197:
+ *   self: scatter(grad, dim, index, 0)
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_node {
+    yt_node base;       /* must be first */
+    int64_t dim;        /* used by: self, src */
+    yt_saved index;     /* used by: self, src */
+    yt_shape src_shape; /* used by: src */
+} scatter_node;
+
+static yt_status
+scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_node *node = (scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_release_saved(yt_node *node_)
+{
+    scatter_node *node = (scatter_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_node_kind = {
+    .name = "ScatterBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_node),
+    .backward = scatter_backward,
+    .release_saved = scatter_release_saved,
+};
+
+yt_status
+yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                   yt_tensor *src)
+{
+    scatter_node *node = (scatter_node *)yt__node_new(&scatter_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    yt__shape_of(&node->src_shape, src);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * backward, from derivatives.yaml:201:
+ *   self: scatter(grad, dim, index, 0)
+ */
+typedef struct scatter_value_node {
+    yt_node base;   /* must be first */
+    int64_t dim;    /* used by: self */
+    yt_saved index; /* used by: self */
+} scatter_value_node;
+
+static yt_status
+scatter_value_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_value_release_saved(yt_node *node_)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_value_node_kind = {
+    .name = "ScatterValueBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_value_node),
+    .backward = scatter_value_backward,
+    .release_saved = scatter_value_release_saved,
+};
+
+yt_status
+yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    scatter_value_node *node = (scatter_value_node *)yt__node_new(&scatter_value_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:204:
+ *   self: grad
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_add_node {
+    yt_node base;       /* must be first */
+    yt_shape src_shape; /* used by: src */
+    int64_t dim;        /* used by: src */
+    yt_saved index;     /* used by: src */
+} scatter_add_node;
+
+static yt_status
+scatter_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_add_release_saved(yt_node *node_)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_add_node_kind = {
+    .name = "ScatterAddBackward",
+    .op_name = "scatter_add",
+    .size = sizeof(scatter_add_node),
+    .backward = scatter_add_backward,
+    .release_saved = scatter_add_release_saved,
+};
+
+yt_status
+yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                       yt_tensor *src)
+{
+    scatter_add_node *node = (scatter_add_node *)yt__node_new(&scatter_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    yt__shape_of(&node->src_shape, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * backward, from derivatives.yaml:208:
+ *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: weight */
+    yt_shape weight_shape;   /* used by: weight */
+    int64_t padding_idx;     /* used by: weight */
+    bool scale_grad_by_freq; /* used by: weight */
+} embedding_node;
+
+static yt_status
+embedding_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_node *node = (embedding_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_weight_backward(grads[0], indices, node->weight_shape.sizes,
+                                              node->weight_shape.dim, node->padding_idx,
+                                              node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_release_saved(yt_node *node_)
+{
+    embedding_node *node = (embedding_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_node_kind = {
+    .name = "EmbeddingBackward",
+    .op_name = "embedding",
+    .size = sizeof(embedding_node),
+    .backward = embedding_backward,
+    .release_saved = embedding_release_saved,
+};
+
+yt_status
+yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
+                     bool scale_grad_by_freq)
+{
+    embedding_node *node = (embedding_node *)yt__node_new(&embedding_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * backward, from derivatives.yaml:211:
+ *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_dense_backward_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: grad_output */
+    int64_t padding_idx;     /* used by: grad_output */
+    bool scale_grad_by_freq; /* used by: grad_output */
+} embedding_dense_backward_node;
+
+static yt_status
+embedding_dense_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_dense_double_backward(grads[0], indices, node->padding_idx,
+                                                    node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_dense_backward_release_saved(yt_node *node_)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_dense_backward_node_kind = {
+    .name = "EmbeddingDenseBackwardBackward",
+    .op_name = "embedding_dense_backward",
+    .size = sizeof(embedding_dense_backward_node),
+    .backward = embedding_dense_backward_backward,
+    .release_saved = embedding_dense_backward_release_saved,
+};
+
+yt_status
+yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *indices,
+                                    int64_t padding_idx, bool scale_grad_by_freq)
+{
+    embedding_dense_backward_node *node =
+        (embedding_dense_backward_node *)yt__node_new(&embedding_dense_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)

@@ -159,6 +159,47 @@ const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_triu,
 };
 
+const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_select,
+};
+
+const yt__index_add_kernel_fn yt__index_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_add,
+};
+
+const yt__index_copy_kernel_fn yt__index_copy_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_copy,
+};
+
+const yt__gather_kernel_fn yt__gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_gather,
+};
+
+const yt__scatter_kernel_fn yt__scatter_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter,
+};
+
+const yt__scatter_value_kernel_fn yt__scatter_value_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_value,
+};
+
+const yt__scatter_add_kernel_fn yt__scatter_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_add,
+};
+
+const yt__embedding_kernel_fn yt__embedding_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_embedding,
+};
+
+const yt__embedding_dense_backward_kernel_fn yt__embedding_dense_backward_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_embedding_dense_backward,
+};
+
+const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argsort,
+};
+
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_zeros,
 };

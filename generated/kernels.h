@@ -192,6 +192,73 @@ typedef yt_status (*yt__triu_kernel_fn)(yt_tensor *result, yt_tensor *self, int6
 extern const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
 
+typedef yt_status (*yt__index_select_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                yt_tensor *index);
+extern const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_select(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index);
+
+typedef yt_status (*yt__index_add_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                             yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+extern const yt__index_add_kernel_fn yt__index_add_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                        yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+
+typedef yt_status (*yt__index_copy_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              yt_tensor *index, yt_tensor *source);
+extern const yt__index_copy_kernel_fn yt__index_copy_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                         yt_tensor *index, yt_tensor *source);
+
+typedef yt_status (*yt__gather_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_tensor *index, bool sparse_grad);
+extern const yt__gather_kernel_fn yt__gather_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_gather(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                     yt_tensor *index, bool sparse_grad);
+
+typedef yt_status (*yt__scatter_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index, yt_tensor *src);
+extern const yt__scatter_kernel_fn yt__scatter_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      yt_tensor *index, yt_tensor *src);
+
+typedef yt_status (*yt__scatter_value_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                 yt_tensor *index, yt_scalar value);
+extern const yt__scatter_value_kernel_fn yt__scatter_value_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                            yt_tensor *index, yt_scalar value);
+
+typedef yt_status (*yt__scatter_add_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_tensor *index, yt_tensor *src);
+extern const yt__scatter_add_kernel_fn yt__scatter_add_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_tensor *index, yt_tensor *src);
+
+typedef yt_status (*yt__embedding_kernel_fn)(yt_tensor *result, yt_tensor *weight,
+                                             yt_tensor *indices, int64_t padding_idx,
+                                             bool scale_grad_by_freq, bool sparse);
+extern const yt__embedding_kernel_fn yt__embedding_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices,
+                                        int64_t padding_idx, bool scale_grad_by_freq, bool sparse);
+
+typedef yt_status (*yt__embedding_dense_backward_kernel_fn)(yt_tensor *result,
+                                                            yt_tensor *grad_output,
+                                                            yt_tensor *indices, int64_t num_weights,
+                                                            int64_t padding_idx,
+                                                            bool scale_grad_by_freq);
+extern const yt__embedding_dense_backward_kernel_fn
+    yt__embedding_dense_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *indices, int64_t num_weights,
+                                                       int64_t padding_idx,
+                                                       bool scale_grad_by_freq);
+
+typedef yt_status (*yt__argsort_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool descending);
+extern const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool descending);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -276,6 +343,28 @@ YT_INTERNAL yt_tensor *yt__composite_repeat(yt_tensor *self, const int64_t *repe
 YT_INTERNAL yt_tensor *yt__composite_roll_backward(yt_tensor *grad, const int64_t *shifts,
                                                    int shifts_len, const int64_t *dims,
                                                    int dims_len);
+YT_INTERNAL yt_tensor *yt__composite_index_select_backward(yt_tensor *grad,
+                                                           const int64_t *self_sizes,
+                                                           int self_sizes_len, int64_t dim,
+                                                           yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_gather_backward(yt_tensor *grad, const int64_t *self_sizes,
+                                                     int self_sizes_len, int64_t dim,
+                                                     yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
+                                                          int src_sizes_len, int64_t dim,
+                                                          yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices,
+                                                               const int64_t *weight_sizes,
+                                                               int weight_sizes_len,
+                                                               int64_t padding_idx,
+                                                               bool scale_grad_by_freq);
+YT_INTERNAL yt_tensor *yt__composite_embedding_dense_double_backward(yt_tensor *grad,
+                                                                     yt_tensor *indices,
+                                                                     int64_t padding_idx,
+                                                                     bool scale_grad_by_freq);
+YT_INTERNAL yt_tensor *yt__composite_one_hot(yt_tensor *self, int64_t num_classes);
+YT_INTERNAL yt_tensor *yt__composite_nonzero(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_masked_select(yt_tensor *self, yt_tensor *mask);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

@@ -31,8 +31,203 @@ yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const i
     return yt__scope_track(result);
 }
 
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:677 */
+yt_tensor *
+yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                         int64_t dim, yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("index_select_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("index_select_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "index_select_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "index_select_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "index_select_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_index_select_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:728 */
+yt_tensor *
+yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
+                   yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("gather_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("gather_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "gather_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gather_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "gather_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_gather_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:750 */
+yt_tensor *
+yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
+                        yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("scatter_src_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("scatter_src_backward", "index"); /* keeps an earlier error */
+    if (src_sizes_len < 0 || src_sizes_len > YT_MAX_DIM || (src_sizes == NULL && src_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "scatter_src_backward: src_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            src_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "scatter_src_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "scatter_src_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_scatter_src_backward(grad, src_sizes, src_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:804; backward from derivatives.yaml:211 */
+yt_tensor *
+yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
+                            int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("embedding_dense_backward", "grad_output"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_backward", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_backward: indices is on %s but grad_output is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad_output->device));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_embedding_dense_backward(&result_shape, "embedding_dense_backward", grad_output,
+                                           indices, num_weights) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__embedding_dense_backward_kernel_fn kernel =
+        yt__embedding_dense_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "embedding_dense_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_output);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, grad_output, indices, num_weights,
+                                               padding_idx, scale_grad_by_freq);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_embedding_dense_backward(result, grad_output, indices, padding_idx,
+                                                         scale_grad_by_freq) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:815 */
+yt_tensor *
+yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
+                             int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_weight_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_weight_backward", "indices"); /* keeps an earlier error */
+    if (weight_sizes_len < 0 || weight_sizes_len > YT_MAX_DIM ||
+        (weight_sizes == NULL && weight_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "embedding_weight_backward: weight_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_weight_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_weight_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_weight_backward(
+        grad, indices, weight_sizes, weight_sizes_len, padding_idx, scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:823 */
+yt_tensor *
+yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
+                                   bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_dense_double_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_double_backward",
+                            "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_double_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_double_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_dense_double_backward(grad, indices, padding_idx,
+                                                                      scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:738 */
+ * from ops.yaml:961 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -49,7 +244,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:748 */
+ * from ops.yaml:971 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -71,7 +266,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:755 */
+ * from ops.yaml:978 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -97,7 +292,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:762 */
+ * from ops.yaml:985 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -137,7 +332,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:769 */
+ * from ops.yaml:992 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -154,7 +349,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:776 */
+ * from ops.yaml:999 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -183,7 +378,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:783 */
+ * from ops.yaml:1006 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -218,7 +413,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:790 */
+ * from ops.yaml:1013 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -263,7 +458,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:797; backward from derivatives.yaml:150 */
+ * from ops.yaml:1020; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -305,7 +500,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:805; backward from derivatives.yaml:153 */
+ * from ops.yaml:1028; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

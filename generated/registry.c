@@ -263,6 +263,102 @@ static const op_info registry[] = {
             "A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.",
     },
     {
+        .schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor",
+        .doc =
+            "The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and out-of-range values are errors).",
+    },
+    {
+        .schema =
+            "index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
+        .doc =
+            "Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along `dim`.",
+    },
+    {
+        .schema =
+            "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+        .doc =
+            "A copy of `self` with alpha times the slices of `source` added at the positions `index` along `dim` (repeated positions accumulate).",
+    },
+    {
+        .schema = "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+        .doc =
+            "A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with repeated positions, which write wins is unspecified).",
+    },
+    {
+        .schema = "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+        .doc =
+            "result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's rank and values in 0..size-1.",
+    },
+    {
+        .schema = "gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
+        .doc =
+            "Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.",
+    },
+    {
+        .schema = "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+        .doc =
+            "A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims); with repeated positions, which write wins is unspecified.",
+    },
+    {
+        .schema =
+            "scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor",
+        .doc =
+            "Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to `src_sizes` (src may be larger than index).",
+    },
+    {
+        .schema = "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+        .doc = "A copy of `self` with `value` written at the positions `index` names along `dim`.",
+    },
+    {
+        .schema = "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+        .doc =
+            "A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims); repeated positions accumulate.",
+    },
+    {
+        .schema =
+            "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+        .doc =
+            "Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten; tests/unit/test_index.c covers it).",
+    },
+    {
+        .schema =
+            "embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc =
+            "Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names (none into padding_idx), divided by each index's count when scale_grad_by_freq.",
+    },
+    {
+        .schema =
+            "embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc =
+            "embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).",
+    },
+    {
+        .schema =
+            "embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+        .doc =
+            "Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at padding_idx, divided by the counts when scale_grad_by_freq.",
+    },
+    {
+        .schema = "one_hot(Tensor self, int num_classes=-1) -> Tensor",
+        .doc =
+            "An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self` (num_classes=-1: the largest value + 1).",
+    },
+    {
+        .schema = "nonzero(Tensor self) -> Tensor",
+        .doc =
+            "The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.",
+    },
+    {
+        .schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
+        .doc =
+            "A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.",
+    },
+    {
+        .schema = "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+        .doc =
+            "The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as in PyTorch).",
+    },
+    {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
     },

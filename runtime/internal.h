@@ -212,6 +212,18 @@ YT_INTERNAL yt_dtype yt__dtype_factory(yt_dtype dtype);
 YT_INTERNAL yt_dtype yt__dtype_arange(yt_scalar start, yt_scalar end, yt_scalar step,
                                       yt_dtype dtype);
 
+/* Result shapes of the indexing ops (kernels/cpu/index_shapes.c); they also check the index
+ * tensor's rank and the sizes it must agree with. */
+YT_INTERNAL yt_status yt__shape_index_select(yt_shape *out, const char *op, yt_tensor *self,
+                                             int64_t dim, yt_tensor *index);
+YT_INTERNAL yt_status yt__shape_gather(yt_shape *out, const char *op, yt_tensor *self, int64_t dim,
+                                       yt_tensor *index);
+YT_INTERNAL yt_status yt__shape_embedding(yt_shape *out, const char *op, yt_tensor *weight,
+                                          yt_tensor *indices);
+YT_INTERNAL yt_status yt__shape_embedding_dense_backward(yt_shape *out, const char *op,
+                                                         yt_tensor *grad_output, yt_tensor *indices,
+                                                         int64_t num_weights);
+
 /* ---------------------------------------------------------------- size helpers
  * (runtime/shape_rules.c) */
 

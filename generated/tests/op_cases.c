@@ -4085,7 +4085,885 @@ error_triu_453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_454(yt_tensor *const *inputs, void *ctx)
+call_index_select_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_455(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_456(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_457(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_459(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_461(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_462(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_463(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_464(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_465(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_select_466(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+error_index_select_467(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 7, inputs[1]);
+}
+
+static yt_tensor *
+call_index_add_468(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_469(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_470(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
+}
+
+static yt_tensor *
+out_index_add_471(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_472(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_473(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_474(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_475(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_477(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_add_478(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_index_add_479(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_index_copy_480(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_481(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_482(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_483(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_484(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_485(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_copy_486(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_index_copy_487(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_gather_488(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_489(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_490(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_491(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_492(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], -1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_493(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_494(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_495(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_496(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_497(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_gather_498(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+error_gather_499(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 7, inputs[1], false);
+}
+
+static yt_tensor *
+call_scatter_500(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_501(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_502(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_503(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_504(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_505(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_506(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_507(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_508(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_509(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_scatter_value_510(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_scatter_value_511(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_512(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
+}
+
+static yt_tensor *
+out_scatter_value_513(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_514(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
+}
+
+static yt_tensor *
+out_scatter_value_515(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_value_516(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_scatter_value_517(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_scatter_add_518(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_519(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_520(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_521(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_523(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_525(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_526(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_527(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_add_528(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_add_529(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_embedding_530(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_532(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_534(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_535(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
+}
+
+static yt_tensor *
+error_embedding_536(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_537(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_538(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
+}
+
+static yt_tensor *
+error_embedding_dense_backward_539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_one_hot_540(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_one_hot_541(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 6);
+}
+
+static yt_tensor *
+call_one_hot_542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+call_one_hot_543(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+error_one_hot_544(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_nonzero_545(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_546(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_547(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_masked_select_549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_550(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_553(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_554(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_555(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_argsort_556(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+call_argsort_558(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_559(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_zeros_561(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4094,7 +4972,7 @@ call_zeros_454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_455(yt_tensor *const *inputs, void *ctx)
+call_ones_562(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4103,7 +4981,7 @@ call_ones_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_456(yt_tensor *const *inputs, void *ctx)
+call_full_563(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4112,7 +4990,7 @@ call_full_456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_457(yt_tensor *const *inputs, void *ctx)
+call_arange_564(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4120,7 +4998,7 @@ call_arange_457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_458(yt_tensor *const *inputs, void *ctx)
+call_rand_565(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4129,7 +5007,7 @@ call_rand_458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_459(yt_tensor *const *inputs, void *ctx)
+error_rand_566(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4138,7 +5016,7 @@ error_rand_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_460(yt_tensor *const *inputs, void *ctx)
+call_randn_567(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4147,7 +5025,7 @@ call_randn_460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_461(yt_tensor *const *inputs, void *ctx)
+error_randn_568(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4156,7 +5034,7 @@ error_randn_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_462(yt_tensor *const *inputs, void *ctx)
+call_sum_to_569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4164,7 +5042,7 @@ call_sum_to_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_463(yt_tensor *const *inputs, void *ctx)
+call_sum_to_570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -6514,10 +7392,694 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "index_select",
+        .where = "ops.yaml:669 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_454,
+        .call_inplace = NULL,
+        .call_out = out_index_select_455,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:669 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_456,
+        .call_inplace = NULL,
+        .call_out = out_index_select_457,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:669 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
+        .call = call_index_select_458,
+        .call_inplace = NULL,
+        .call_out = out_index_select_459,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:669 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_index_select_460,
+        .call_inplace = NULL,
+        .call_out = out_index_select_461,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:669 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_index_select_462,
+        .call_inplace = NULL,
+        .call_out = out_index_select_463,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:669 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_index_select_464,
+        .call_inplace = NULL,
+        .call_out = out_index_select_465,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:693 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_468,
+        .call_inplace = NULL,
+        .call_out = out_index_add_469,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:693 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_470,
+        .call_inplace = NULL,
+        .call_out = out_index_add_471,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:693 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] =
+            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_index_add_472,
+        .call_inplace = NULL,
+        .call_out = out_index_add_473,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:693 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_474,
+        .call_inplace = NULL,
+        .call_out = out_index_add_475,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:693 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_476,
+        .call_inplace = NULL,
+        .call_out = out_index_add_477,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:708 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_480,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_481,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:708 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_482,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_483,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:708 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_484,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_485,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:721 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_488,
+        .call_inplace = NULL,
+        .call_out = out_gather_489,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:721 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_gather_490,
+        .call_inplace = NULL,
+        .call_out = out_gather_491,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:721 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_492,
+        .call_inplace = NULL,
+        .call_out = out_gather_493,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:721 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
+        .call = call_gather_494,
+        .call_inplace = NULL,
+        .call_out = out_gather_495,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:721 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_gather_496,
+        .call_inplace = NULL,
+        .call_out = out_gather_497,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:744 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_500,
+        .call_inplace = NULL,
+        .call_out = out_scatter_501,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:744 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_502,
+        .call_inplace = NULL,
+        .call_out = out_scatter_503,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:744 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_504,
+        .call_inplace = NULL,
+        .call_out = out_scatter_505,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:744 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_506,
+        .call_inplace = NULL,
+        .call_out = out_scatter_507,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:765 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_scatter_value_510,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_511,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:765 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_scatter_value_512,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_513,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:765 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .call = call_scatter_value_514,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_515,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:778 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_518,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_519,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:778 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_520,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_521,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:778 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] =
+            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_scatter_add_522,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_523,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:778 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_524,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_525,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:778 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_526,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_527,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:797 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_530,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:797 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_I32,
+                      .transpose = true,
+                      .high = 6},
+        .call = call_embedding_531,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:797 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_embedding_532,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:797 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_533,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:811 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_dense_backward_537,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:811 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_embedding_dense_backward_538,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:837 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_one_hot_540,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:837 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_541,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:837 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_one_hot_542,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:837 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_543,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:849 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_545,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:849 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .call = call_nonzero_546,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:849 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_nonzero_547,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:849 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_548,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:862 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_549,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:862 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_550,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:862 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_551,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:862 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_552,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:862 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_553,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:877 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_556,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:877 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_557,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:877 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_558,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:877 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_559,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:877 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_560,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "zeros",
-        .where = "ops.yaml:675 sample 0",
+        .where = "ops.yaml:898 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_454,
+        .call = call_zeros_561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6525,9 +8087,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:683 sample 0",
+        .where = "ops.yaml:906 sample 0",
         .n_inputs = 0,
-        .call = call_ones_455,
+        .call = call_ones_562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6535,9 +8097,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:691 sample 0",
+        .where = "ops.yaml:914 sample 0",
         .n_inputs = 0,
-        .call = call_full_456,
+        .call = call_full_563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6545,9 +8107,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:706 sample 0",
+        .where = "ops.yaml:929 sample 0",
         .n_inputs = 0,
-        .call = call_arange_457,
+        .call = call_arange_564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6555,9 +8117,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:714 sample 0",
+        .where = "ops.yaml:937 sample 0",
         .n_inputs = 0,
-        .call = call_rand_458,
+        .call = call_rand_565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6565,9 +8127,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:725 sample 0",
+        .where = "ops.yaml:948 sample 0",
         .n_inputs = 0,
-        .call = call_randn_460,
+        .call = call_randn_567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6575,10 +8137,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:744 sample 0",
+        .where = "ops.yaml:967 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_462,
+        .call = call_sum_to_569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6586,10 +8148,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:744 sample 1",
+        .where = "ops.yaml:967 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_463,
+        .call = call_sum_to_570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7107,18 +8669,241 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "triu: ",
     },
     {
+        .op = "index_select",
+        .what = "ops.yaml:661: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_index_select_466,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_select",
+        .what = "ops.yaml:661: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_index_select_467,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:685: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_478,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:685: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_479,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:700: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_486,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:700: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_487,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:713: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_gather_498,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:713: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_gather_499,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:736: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_508,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:736: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_509,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:758: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_scatter_value_516,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:758: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_scatter_value_517,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:770: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_528,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:770: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_529,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:790: weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_534,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:792: sparse == 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_535,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:785: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_536,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding_dense_backward",
+        .what = "ops.yaml:804: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_dense_backward_539,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding_dense_backward: ",
+    },
+    {
+        .op = "one_hot",
+        .what = "ops.yaml:831: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
+        .call = error_one_hot_544,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "one_hot: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:855: dtype of mask",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .call = error_masked_select_554,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:855: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_masked_select_555,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:719: is_floating(result_dtype)",
+        .what = "ops.yaml:942: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_459,
+        .call = error_rand_566,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:730: is_floating(result_dtype)",
+        .what = "ops.yaml:953: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_461,
+        .call = error_randn_568,
         .expect = 0,
         .expect_prefix = "randn: ",
     },

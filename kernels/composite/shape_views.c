@@ -77,7 +77,8 @@ yt__composite_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length
         return yt__fail(YT_ERR_VALUE,
                         "narrow: start=%lld is out of range for dimension %lld of size %lld "
                         "(expected %lld..%lld)",
-                        (long long)start, (long long)dim, (long long)n, (long long)-n, (long long)n);
+                        (long long)start, (long long)dim, (long long)n, (long long)-n,
+                        (long long)n);
     if (start < 0)
         start += n;
     if (length > n - start)

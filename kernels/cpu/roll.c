@@ -88,15 +88,16 @@ yt__cpu_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int shif
                                    shifts_len);
         if (self->numel == 0)
             return YT_OK;
-        yt_tensor *flat_src = self->is_contiguous ? yt_retain(self) : yt__cast_copy(self, self->dtype);
+        yt_tensor *flat_src =
+            self->is_contiguous ? yt_retain(self) : yt__cast_copy(self, self->dtype);
         if (flat_src == NULL)
             return yt__last_status();
         int64_t n = self->numel, one = 1;
         yt_tensor *src = yt__view_of(flat_src, 1, &n, &one, flat_src->offset);
         yt_tensor *dst = yt__view_of(result, 1, &n, &one, result->offset);
         static const int64_t dim0[1] = {0};
-        yt_status status = src == NULL || dst == NULL ? yt__last_status()
-                                                      : roll_dims(dst, src, shifts, dim0, 1);
+        yt_status status =
+            src == NULL || dst == NULL ? yt__last_status() : roll_dims(dst, src, shifts, dim0, 1);
         yt_release(src);
         yt_release(dst);
         yt_release(flat_src);
