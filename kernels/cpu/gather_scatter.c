@@ -65,8 +65,7 @@ checked_index(const char *op, yt_tensor *index, const yt_tensor *t, int64_t dim)
 }
 
 yt_status
-yt__cpu_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
-               bool sparse_grad)
+yt__cpu_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
     (void)sparse_grad; /* gradients are always dense */
     if (result->numel == 0)
@@ -158,8 +157,7 @@ scatter(const char *op, yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
 }
 
 yt_status
-yt__cpu_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
-                yt_tensor *src)
+yt__cpu_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
     return scatter("scatter", result, self, dim, index, src, yt_int(0), SCATTER_COPY);
 }

@@ -35,8 +35,8 @@ yt__shape_gather(yt_shape *out, const char *op, yt_tensor *self, int64_t dim, yt
             return yt__fail_status(YT_ERR_SHAPE,
                                    "%s: index.size(%d)=%lld must not exceed self.size(%d)=%lld "
                                    "outside dim %lld",
-                                   op, d, (long long)index->sizes[d], d,
-                                   (long long)self->sizes[d], (long long)dim);
+                                   op, d, (long long)index->sizes[d], d, (long long)self->sizes[d],
+                                   (long long)dim);
     yt__shape_of(out, index);
     return YT_OK;
 }
@@ -69,7 +69,8 @@ yt__shape_embedding_dense_backward(yt_shape *out, const char *op, yt_tensor *gra
         return yt__fail_status(YT_ERR_SHAPE,
                                "%s: grad_output has shape %s; expected indices' shape %s plus "
                                "one embedding dimension",
-                               op, yt__format_sizes(g, sizeof g, grad_output->sizes, grad_output->dim),
+                               op,
+                               yt__format_sizes(g, sizeof g, grad_output->sizes, grad_output->dim),
                                yt__format_sizes(i, sizeof i, indices->sizes, indices->dim));
     }
     int64_t elems;

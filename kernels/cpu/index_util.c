@@ -61,8 +61,7 @@ yt__scalar_to_bytes(yt_scalar value, yt_dtype dtype, char *out)
         }                                                                                          \
     } while (0)
 
-#define ADD_INT(CTYPE, UTYPE)                                                                      \
-    ADD_LOOP(CTYPE, (CTYPE)((UTYPE)*d + (UTYPE)s * (UTYPE)ai))
+#define ADD_INT(CTYPE, UTYPE) ADD_LOOP(CTYPE, (CTYPE)((UTYPE)*d + (UTYPE)s * (UTYPE)ai))
 
 void
 yt__add_scaled(yt_dtype dtype, char *dst, int64_t dst_step, const char *src, int64_t src_step,

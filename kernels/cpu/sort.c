@@ -37,9 +37,9 @@ before_i64(int64_t a, int64_t b, bool descending)
                 int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;                              \
                 int64_t i = lo, j = mid, o = lo;                                                   \
                 while (i < mid && j < hi)                                                          \
-                    /* take from the right only when strictly before: stability */                \
-                    dst[o++] = BEFORE(keys[src[j]], keys[src[i]], descending) ? src[j++]           \
-                                                                              : src[i++];          \
+                    /* take from the right only when strictly before: stability */                 \
+                    dst[o++] =                                                                     \
+                        BEFORE(keys[src[j]], keys[src[i]], descending) ? src[j++] : src[i++];      \
                 while (i < mid)                                                                    \
                     dst[o++] = src[i++];                                                           \
                 while (j < hi)                                                                     \
@@ -56,8 +56,8 @@ DEFINE_MERGE_SORT(sort_f64, double, before_f64)
 DEFINE_MERGE_SORT(sort_i64, int64_t, before_i64)
 
 yt_status
-yt__sort_lines(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim,
-               bool descending, int64_t k)
+yt__sort_lines(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool descending,
+               int64_t k)
 {
     int64_t outer = 1, n = 1, inner = 1;
     if (self->dim > 0) {
