@@ -7638,7 +7638,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_500,
         .call_inplace = NULL,
         .call_out = out_scatter_501,
@@ -7652,7 +7652,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_502,
         .call_inplace = NULL,
         .call_out = out_scatter_503,
@@ -7665,7 +7665,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_504,
         .call_inplace = NULL,
         .call_out = out_scatter_505,
@@ -7741,7 +7741,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_add_520,
         .call_inplace = NULL,
         .call_out = out_scatter_add_521,
@@ -7769,7 +7769,7 @@ const yt_op_case yt_op_cases[] = {
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_scatter_add_524,
         .call_inplace = NULL,
         .call_out = out_scatter_add_525,
@@ -7871,7 +7871,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:837 sample 0",
+        .where = "ops.yaml:838 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
         .call = call_one_hot_540,
@@ -7882,7 +7882,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:837 sample 1",
+        .where = "ops.yaml:838 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_541,
@@ -7893,7 +7893,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:837 sample 2",
+        .where = "ops.yaml:838 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_one_hot_542,
@@ -7904,7 +7904,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:837 sample 3",
+        .where = "ops.yaml:838 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_543,
@@ -7915,7 +7915,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:849 sample 0",
+        .where = "ops.yaml:850 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_545,
@@ -7926,7 +7926,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:849 sample 1",
+        .where = "ops.yaml:850 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
@@ -7938,7 +7938,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:849 sample 2",
+        .where = "ops.yaml:850 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_nonzero_547,
@@ -7949,7 +7949,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:849 sample 3",
+        .where = "ops.yaml:850 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_548,
@@ -7960,7 +7960,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:862 sample 0",
+        .where = "ops.yaml:863 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
@@ -7972,7 +7972,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:862 sample 1",
+        .where = "ops.yaml:863 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -7984,7 +7984,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:862 sample 2",
+        .where = "ops.yaml:863 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -7997,7 +7997,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:862 sample 3",
+        .where = "ops.yaml:863 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -8009,7 +8009,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:862 sample 4",
+        .where = "ops.yaml:863 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
@@ -8021,7 +8021,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:877 sample 0",
+        .where = "ops.yaml:878 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_556,
@@ -8032,7 +8032,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:877 sample 1",
+        .where = "ops.yaml:878 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_557,
@@ -8043,7 +8043,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:877 sample 2",
+        .where = "ops.yaml:878 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -8055,7 +8055,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:877 sample 3",
+        .where = "ops.yaml:878 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_559,
@@ -8066,7 +8066,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:877 sample 4",
+        .where = "ops.yaml:878 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_560,
@@ -8077,7 +8077,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:898 sample 0",
+        .where = "ops.yaml:899 sample 0",
         .n_inputs = 0,
         .call = call_zeros_561,
         .call_inplace = NULL,
@@ -8087,7 +8087,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:906 sample 0",
+        .where = "ops.yaml:907 sample 0",
         .n_inputs = 0,
         .call = call_ones_562,
         .call_inplace = NULL,
@@ -8097,7 +8097,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:914 sample 0",
+        .where = "ops.yaml:915 sample 0",
         .n_inputs = 0,
         .call = call_full_563,
         .call_inplace = NULL,
@@ -8107,7 +8107,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:929 sample 0",
+        .where = "ops.yaml:930 sample 0",
         .n_inputs = 0,
         .call = call_arange_564,
         .call_inplace = NULL,
@@ -8117,7 +8117,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:937 sample 0",
+        .where = "ops.yaml:938 sample 0",
         .n_inputs = 0,
         .call = call_rand_565,
         .call_inplace = NULL,
@@ -8127,7 +8127,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:948 sample 0",
+        .where = "ops.yaml:949 sample 0",
         .n_inputs = 0,
         .call = call_randn_567,
         .call_inplace = NULL,
@@ -8137,7 +8137,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:967 sample 0",
+        .where = "ops.yaml:968 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_569,
@@ -8148,7 +8148,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:967 sample 1",
+        .where = "ops.yaml:968 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_570,
@@ -8760,7 +8760,7 @@ const yt_error_case yt_error_cases[] = {
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = error_scatter_508,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
@@ -8771,7 +8771,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
-        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = error_scatter_509,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
@@ -8864,7 +8864,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:831: dtype of self",
+        .what = "ops.yaml:832: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
         .call = error_one_hot_544,
@@ -8873,7 +8873,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:855: dtype of mask",
+        .what = "ops.yaml:856: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
@@ -8883,7 +8883,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:855: broadcast",
+        .what = "ops.yaml:856: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
@@ -8893,7 +8893,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:942: is_floating(result_dtype)",
+        .what = "ops.yaml:943: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_566,
         .expect = 0,
@@ -8901,7 +8901,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:953: is_floating(result_dtype)",
+        .what = "ops.yaml:954: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_568,
         .expect = 0,

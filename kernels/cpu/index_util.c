@@ -106,7 +106,7 @@ yt__add_scaled(yt_dtype dtype, char *dst, int64_t dst_step, const char *src, int
         ADD_INT(uint8_t, uint8_t);
         break;
     default: /* bool: or, when alpha is true */
-        ADD_LOOP(bool, *d || (s && ai != 0));
+        ADD_LOOP(bool, *d || (s && af != 0.0));
         break;
     }
 }

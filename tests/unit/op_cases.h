@@ -12,6 +12,7 @@ typedef struct yt_case_tensor {
     yt_dtype dtype;
     bool transpose; /* the transpose of a contiguous tensor of `sizes`: non-contiguous */
     int64_t high;   /* > 0: integer values drawn from [0, high) (index tensors) */
+    bool optional;  /* a Tensor? argument: NULL is None, not an error */
 } yt_case_tensor;
 
 /* Calls the op on the case's inputs; ctx is the function variant's result for out= calls. */

@@ -205,7 +205,8 @@ Test(index, embedding_padding_and_frequency_gradients)
     const int64_t bs[1] = {1};
     yt_tensor *bidx = from(bad, bs, 1, YT_DTYPE_I64);
     cr_assert_null(yt_embedding(w, bidx));
-    YT_ASSERT_ERROR(YT_ERR_VALUE, "embedding: index 4 is out of bounds for dimension 0 with size 4");
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "embedding: index 4 is out of bounds for dimension 0 with size 4");
     yt_release(bidx);
     yt_release(scaled);
     yt_release(gout);

@@ -8,7 +8,10 @@
  *   yt_sum_dim(x, dims, 2)   ==   yt_sum_dim_ex(x, dims, 2, false, YT_DTYPE_NONE)
  * C forms of schema types: Tensor -> yt_tensor *; Scalar -> yt_scalar (yt_float/yt_int/yt_bool);
  * int -> int64_t (int? uses YT_NONE for None); int[] -> (const int64_t *, int length);
- * bool -> bool; float -> double; ScalarType? -> yt_dtype (YT_DTYPE_NONE); Device? -> yt_device. */
+ * bool -> bool; float -> double; ScalarType? -> yt_dtype (YT_DTYPE_NONE); Device? -> yt_device;
+ * str -> const char * (NULL: the default); Tensor? -> yt_tensor * (NULL: None); Scalar?, bool?,
+ * float? -> const yt_scalar *, const bool *, const double * (NULL: None); Generator? ->
+ * yt_generator * (NULL: the default generator). */
 #ifndef YATEN_OPS_H
 #define YATEN_OPS_H
 
@@ -1249,7 +1252,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:815) */
+/* ---- embedding_weight_backward (ops.yaml:816) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -1259,7 +1262,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:823) */
+/* ---- embedding_dense_double_backward (ops.yaml:824) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -1269,7 +1272,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:831) */
+/* ---- one_hot (ops.yaml:832) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -1286,7 +1289,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:843) */
+/* ---- nonzero (ops.yaml:844) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -1294,7 +1297,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:855) */
+/* ---- masked_select (ops.yaml:856) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -1302,7 +1305,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:869) */
+/* ---- argsort (ops.yaml:870) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -1319,7 +1322,7 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- zeros (ops.yaml:898) */
+/* ---- zeros (ops.yaml:899) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1334,7 +1337,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:906) */
+/* ---- ones (ops.yaml:907) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1349,7 +1352,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:914) */
+/* ---- full (ops.yaml:915) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1365,7 +1368,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:922) */
+/* ---- zeros_like (ops.yaml:923) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1373,7 +1376,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:929) */
+/* ---- arange (ops.yaml:930) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1389,7 +1392,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:937) */
+/* ---- rand (ops.yaml:938) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1404,7 +1407,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:948) */
+/* ---- randn (ops.yaml:949) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1419,7 +1422,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:961) */
+/* ---- sum_to (ops.yaml:962) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1427,7 +1430,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:971) */
+/* ---- sum_backward (ops.yaml:973) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1436,7 +1439,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:978) */
+/* ---- mean_backward (ops.yaml:980) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1445,7 +1448,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:985) */
+/* ---- amax_backward (ops.yaml:987) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1454,7 +1457,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:992) */
+/* ---- permute_backward (ops.yaml:994) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1462,7 +1465,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:999) */
+/* ---- pow_backward (ops.yaml:1001) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1470,7 +1473,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1006) */
+/* ---- pow_backward_self (ops.yaml:1008) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1478,7 +1481,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1013) */
+/* ---- pow_backward_exponent (ops.yaml:1015) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1487,7 +1490,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1020) */
+/* ---- slice_backward (ops.yaml:1022) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1497,7 +1500,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1028) */
+/* ---- select_backward (ops.yaml:1030) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
