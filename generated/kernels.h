@@ -343,6 +343,8 @@ YT_INTERNAL yt_tensor *yt__composite_repeat(yt_tensor *self, const int64_t *repe
 YT_INTERNAL yt_tensor *yt__composite_roll_backward(yt_tensor *grad, const int64_t *shifts,
                                                    int shifts_len, const int64_t *dims,
                                                    int dims_len);
+YT_INTERNAL yt_tensor *yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len,
+                                         const char *mode, const double *value);
 YT_INTERNAL yt_tensor *yt__composite_index_select_backward(yt_tensor *grad,
                                                            const int64_t *self_sizes,
                                                            int self_sizes_len, int64_t dim,

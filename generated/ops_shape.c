@@ -554,3 +554,39 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
     }
     return yt__scope_track(result);
 }
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * from ops.yaml:658 */
+yt_tensor *
+yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
+{
+    return yt_pad_ex(self, pad, pad_len, NULL, NULL);
+}
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * from ops.yaml:658 */
+yt_tensor *
+yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, const double *value)
+{
+    if (self == NULL)
+        return yt__null_arg("pad", "self"); /* keeps an earlier error */
+    if (pad_len < 0 || pad_len > YT_MAX_DIM || (pad == NULL && pad_len > 0))
+        return yt__fail(YT_ERR_VALUE, "pad: pad has %d entries (expected 0..%d, non-NULL when > 0)",
+                        pad_len, YT_MAX_DIM);
+    if (mode == NULL)
+        mode = "constant";
+    else if (strcmp(mode, "constant") == 0)
+        mode = "constant";
+    else if (strcmp(mode, "reflect") == 0)
+        mode = "reflect";
+    else if (strcmp(mode, "replicate") == 0)
+        mode = "replicate";
+    else
+        return yt__fail(YT_ERR_VALUE,
+                        "pad: mode must be one of 'constant', 'reflect', 'replicate', got '%s'",
+                        mode);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_pad(self, pad, pad_len, mode, value);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}

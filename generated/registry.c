@@ -263,6 +263,11 @@ static const op_info registry[] = {
             "A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.",
     },
     {
+        .schema = "pad(Tensor self, int[] pad, str mode=\"constant\", float? value=None) -> Tensor",
+        .doc =
+            "Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None; negative pads crop), by reflection without repeating the edge, or by repeating the edge.",
+    },
+    {
         .schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor",
         .doc =
             "The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and out-of-range values are errors).",

@@ -4085,14 +4085,87 @@ error_triu_453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_454(yt_tensor *const *inputs, void *ctx)
+call_pad_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 0, -1, 2};
+    const double value_value = 1.5;
+    return yt_pad_ex(inputs[0], pad, 4, NULL, &value_value);
+}
+
+static yt_tensor *
+call_pad_456(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1, 1, 1};
+    return yt_pad_ex(inputs[0], pad, 4, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 1};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1};
+    return yt_pad_ex(inputs[0], pad, 2, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_459(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2, 3, 1};
+    return yt_pad_ex(inputs[0], pad, 4, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 3};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+call_pad_461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+error_pad_462(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "no_such_choice", NULL);
+}
+
+static yt_tensor *
+call_index_select_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_455(yt_tensor *const *inputs, void *ctx)
+out_index_select_464(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4103,14 +4176,14 @@ out_index_select_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_456(yt_tensor *const *inputs, void *ctx)
+call_index_select_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_457(yt_tensor *const *inputs, void *ctx)
+out_index_select_466(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -4121,14 +4194,14 @@ out_index_select_457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_458(yt_tensor *const *inputs, void *ctx)
+call_index_select_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_459(yt_tensor *const *inputs, void *ctx)
+out_index_select_468(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -4139,14 +4212,14 @@ out_index_select_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_460(yt_tensor *const *inputs, void *ctx)
+call_index_select_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_461(yt_tensor *const *inputs, void *ctx)
+out_index_select_470(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4157,14 +4230,14 @@ out_index_select_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_462(yt_tensor *const *inputs, void *ctx)
+call_index_select_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_463(yt_tensor *const *inputs, void *ctx)
+out_index_select_472(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4175,14 +4248,14 @@ out_index_select_463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_464(yt_tensor *const *inputs, void *ctx)
+call_index_select_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_465(yt_tensor *const *inputs, void *ctx)
+out_index_select_474(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4193,28 +4266,28 @@ out_index_select_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_466(yt_tensor *const *inputs, void *ctx)
+error_index_select_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_467(yt_tensor *const *inputs, void *ctx)
+error_index_select_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_468(yt_tensor *const *inputs, void *ctx)
+call_index_add_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_469(yt_tensor *const *inputs, void *ctx)
+out_index_add_478(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4226,14 +4299,14 @@ out_index_add_469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_470(yt_tensor *const *inputs, void *ctx)
+call_index_add_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_471(yt_tensor *const *inputs, void *ctx)
+out_index_add_480(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4245,14 +4318,14 @@ out_index_add_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_472(yt_tensor *const *inputs, void *ctx)
+call_index_add_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_473(yt_tensor *const *inputs, void *ctx)
+out_index_add_482(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4264,14 +4337,14 @@ out_index_add_473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_474(yt_tensor *const *inputs, void *ctx)
+call_index_add_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_475(yt_tensor *const *inputs, void *ctx)
+out_index_add_484(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4283,14 +4356,14 @@ out_index_add_475(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_476(yt_tensor *const *inputs, void *ctx)
+call_index_add_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_477(yt_tensor *const *inputs, void *ctx)
+out_index_add_486(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4302,28 +4375,28 @@ out_index_add_477(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_478(yt_tensor *const *inputs, void *ctx)
+error_index_add_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_479(yt_tensor *const *inputs, void *ctx)
+error_index_add_488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_480(yt_tensor *const *inputs, void *ctx)
+call_index_copy_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_481(yt_tensor *const *inputs, void *ctx)
+out_index_copy_490(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4334,14 +4407,14 @@ out_index_copy_481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_482(yt_tensor *const *inputs, void *ctx)
+call_index_copy_491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_483(yt_tensor *const *inputs, void *ctx)
+out_index_copy_492(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4352,14 +4425,14 @@ out_index_copy_483(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_484(yt_tensor *const *inputs, void *ctx)
+call_index_copy_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_485(yt_tensor *const *inputs, void *ctx)
+out_index_copy_494(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4370,28 +4443,28 @@ out_index_copy_485(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_486(yt_tensor *const *inputs, void *ctx)
+error_index_copy_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_487(yt_tensor *const *inputs, void *ctx)
+error_index_copy_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_488(yt_tensor *const *inputs, void *ctx)
+call_gather_497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_489(yt_tensor *const *inputs, void *ctx)
+out_gather_498(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -4402,14 +4475,14 @@ out_gather_489(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_490(yt_tensor *const *inputs, void *ctx)
+call_gather_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_491(yt_tensor *const *inputs, void *ctx)
+out_gather_500(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -4420,14 +4493,14 @@ out_gather_491(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_492(yt_tensor *const *inputs, void *ctx)
+call_gather_501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_493(yt_tensor *const *inputs, void *ctx)
+out_gather_502(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -4438,14 +4511,14 @@ out_gather_493(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_494(yt_tensor *const *inputs, void *ctx)
+call_gather_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_495(yt_tensor *const *inputs, void *ctx)
+out_gather_504(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -4456,14 +4529,14 @@ out_gather_495(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_496(yt_tensor *const *inputs, void *ctx)
+call_gather_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_497(yt_tensor *const *inputs, void *ctx)
+out_gather_506(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -4474,28 +4547,28 @@ out_gather_497(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_498(yt_tensor *const *inputs, void *ctx)
+error_gather_507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_499(yt_tensor *const *inputs, void *ctx)
+error_gather_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_500(yt_tensor *const *inputs, void *ctx)
+call_scatter_509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_501(yt_tensor *const *inputs, void *ctx)
+out_scatter_510(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4506,14 +4579,14 @@ out_scatter_501(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_502(yt_tensor *const *inputs, void *ctx)
+call_scatter_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_503(yt_tensor *const *inputs, void *ctx)
+out_scatter_512(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4524,14 +4597,14 @@ out_scatter_503(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_504(yt_tensor *const *inputs, void *ctx)
+call_scatter_513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_505(yt_tensor *const *inputs, void *ctx)
+out_scatter_514(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4542,14 +4615,14 @@ out_scatter_505(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_506(yt_tensor *const *inputs, void *ctx)
+call_scatter_515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_507(yt_tensor *const *inputs, void *ctx)
+out_scatter_516(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4560,28 +4633,28 @@ out_scatter_507(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_508(yt_tensor *const *inputs, void *ctx)
+error_scatter_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_509(yt_tensor *const *inputs, void *ctx)
+error_scatter_518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_510(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_511(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_520(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -4592,14 +4665,14 @@ out_scatter_value_511(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_512(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_513(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_522(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -4610,14 +4683,14 @@ out_scatter_value_513(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_514(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_515(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_524(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -4628,28 +4701,28 @@ out_scatter_value_515(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_516(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_517(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_518(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_519(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_528(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4660,14 +4733,14 @@ out_scatter_add_519(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_520(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_521(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_530(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4678,14 +4751,14 @@ out_scatter_add_521(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_522(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_523(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_532(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -4696,14 +4769,14 @@ out_scatter_add_523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_524(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_525(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_534(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4714,14 +4787,14 @@ out_scatter_add_525(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_526(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_527(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_536(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4732,238 +4805,238 @@ out_scatter_add_527(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_528(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_529(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_530(yt_tensor *const *inputs, void *ctx)
+call_embedding_539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_531(yt_tensor *const *inputs, void *ctx)
+call_embedding_540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_532(yt_tensor *const *inputs, void *ctx)
+call_embedding_541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_533(yt_tensor *const *inputs, void *ctx)
+call_embedding_542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_534(yt_tensor *const *inputs, void *ctx)
+error_embedding_543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_535(yt_tensor *const *inputs, void *ctx)
+error_embedding_544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_536(yt_tensor *const *inputs, void *ctx)
+error_embedding_545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_537(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_538(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_539(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_540(yt_tensor *const *inputs, void *ctx)
+call_one_hot_549(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_541(yt_tensor *const *inputs, void *ctx)
+call_one_hot_550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_542(yt_tensor *const *inputs, void *ctx)
+call_one_hot_551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_543(yt_tensor *const *inputs, void *ctx)
+call_one_hot_552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_544(yt_tensor *const *inputs, void *ctx)
+error_one_hot_553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_nonzero_545(yt_tensor *const *inputs, void *ctx)
+call_nonzero_554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_546(yt_tensor *const *inputs, void *ctx)
+call_nonzero_555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_547(yt_tensor *const *inputs, void *ctx)
+call_nonzero_556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_548(yt_tensor *const *inputs, void *ctx)
+call_nonzero_557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_549(yt_tensor *const *inputs, void *ctx)
+call_masked_select_558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_550(yt_tensor *const *inputs, void *ctx)
+call_masked_select_559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_551(yt_tensor *const *inputs, void *ctx)
+call_masked_select_560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_552(yt_tensor *const *inputs, void *ctx)
+call_masked_select_561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_553(yt_tensor *const *inputs, void *ctx)
+call_masked_select_562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_554(yt_tensor *const *inputs, void *ctx)
+error_masked_select_563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_555(yt_tensor *const *inputs, void *ctx)
+error_masked_select_564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_556(yt_tensor *const *inputs, void *ctx)
+call_argsort_565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_557(yt_tensor *const *inputs, void *ctx)
+call_argsort_566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-call_argsort_558(yt_tensor *const *inputs, void *ctx)
+call_argsort_567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argsort_559(yt_tensor *const *inputs, void *ctx)
+call_argsort_568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_560(yt_tensor *const *inputs, void *ctx)
+call_argsort_569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_zeros_561(yt_tensor *const *inputs, void *ctx)
+call_zeros_570(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4972,7 +5045,7 @@ call_zeros_561(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_562(yt_tensor *const *inputs, void *ctx)
+call_ones_571(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4981,7 +5054,7 @@ call_ones_562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_563(yt_tensor *const *inputs, void *ctx)
+call_full_572(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4990,7 +5063,7 @@ call_full_563(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_564(yt_tensor *const *inputs, void *ctx)
+call_arange_573(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4998,7 +5071,7 @@ call_arange_564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_565(yt_tensor *const *inputs, void *ctx)
+call_rand_574(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5007,7 +5080,7 @@ call_rand_565(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_566(yt_tensor *const *inputs, void *ctx)
+error_rand_575(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5016,7 +5089,7 @@ error_rand_566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_567(yt_tensor *const *inputs, void *ctx)
+call_randn_576(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5025,7 +5098,7 @@ call_randn_567(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_568(yt_tensor *const *inputs, void *ctx)
+error_randn_577(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5034,7 +5107,7 @@ error_randn_568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_569(yt_tensor *const *inputs, void *ctx)
+call_sum_to_578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -5042,7 +5115,7 @@ call_sum_to_569(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_570(yt_tensor *const *inputs, void *ctx)
+call_sum_to_579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -7392,411 +7465,504 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_454,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_455,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_pad_456,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_457,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_458,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_459,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 6",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_460,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:665 sample 7",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pad_461,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "index_select",
-        .where = "ops.yaml:669 sample 0",
+        .where = "ops.yaml:688 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_454,
+        .call = call_index_select_463,
         .call_inplace = NULL,
-        .call_out = out_index_select_455,
+        .call_out = out_index_select_464,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:669 sample 1",
+        .where = "ops.yaml:688 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_456,
+        .call = call_index_select_465,
         .call_inplace = NULL,
-        .call_out = out_index_select_457,
+        .call_out = out_index_select_466,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:669 sample 2",
+        .where = "ops.yaml:688 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_458,
+        .call = call_index_select_467,
         .call_inplace = NULL,
-        .call_out = out_index_select_459,
+        .call_out = out_index_select_468,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:669 sample 3",
+        .where = "ops.yaml:688 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_460,
+        .call = call_index_select_469,
         .call_inplace = NULL,
-        .call_out = out_index_select_461,
+        .call_out = out_index_select_470,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:669 sample 4",
+        .where = "ops.yaml:688 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_462,
+        .call = call_index_select_471,
         .call_inplace = NULL,
-        .call_out = out_index_select_463,
+        .call_out = out_index_select_472,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:669 sample 5",
+        .where = "ops.yaml:688 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_464,
+        .call = call_index_select_473,
         .call_inplace = NULL,
-        .call_out = out_index_select_465,
+        .call_out = out_index_select_474,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:693 sample 0",
+        .where = "ops.yaml:712 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_468,
+        .call = call_index_add_477,
         .call_inplace = NULL,
-        .call_out = out_index_add_469,
+        .call_out = out_index_add_478,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:693 sample 1",
+        .where = "ops.yaml:712 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_470,
+        .call = call_index_add_479,
         .call_inplace = NULL,
-        .call_out = out_index_add_471,
+        .call_out = out_index_add_480,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:693 sample 2",
+        .where = "ops.yaml:712 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_472,
+        .call = call_index_add_481,
         .call_inplace = NULL,
-        .call_out = out_index_add_473,
+        .call_out = out_index_add_482,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:693 sample 3",
+        .where = "ops.yaml:712 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_474,
+        .call = call_index_add_483,
         .call_inplace = NULL,
-        .call_out = out_index_add_475,
+        .call_out = out_index_add_484,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:693 sample 4",
+        .where = "ops.yaml:712 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_476,
+        .call = call_index_add_485,
         .call_inplace = NULL,
-        .call_out = out_index_add_477,
+        .call_out = out_index_add_486,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:708 sample 0",
+        .where = "ops.yaml:727 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_480,
+        .call = call_index_copy_489,
         .call_inplace = NULL,
-        .call_out = out_index_copy_481,
+        .call_out = out_index_copy_490,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:708 sample 1",
+        .where = "ops.yaml:727 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_482,
+        .call = call_index_copy_491,
         .call_inplace = NULL,
-        .call_out = out_index_copy_483,
+        .call_out = out_index_copy_492,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:708 sample 2",
+        .where = "ops.yaml:727 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_484,
+        .call = call_index_copy_493,
         .call_inplace = NULL,
-        .call_out = out_index_copy_485,
+        .call_out = out_index_copy_494,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:721 sample 0",
+        .where = "ops.yaml:740 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_488,
+        .call = call_gather_497,
         .call_inplace = NULL,
-        .call_out = out_gather_489,
+        .call_out = out_gather_498,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:721 sample 1",
+        .where = "ops.yaml:740 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_490,
+        .call = call_gather_499,
         .call_inplace = NULL,
-        .call_out = out_gather_491,
+        .call_out = out_gather_500,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:721 sample 2",
+        .where = "ops.yaml:740 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_492,
+        .call = call_gather_501,
         .call_inplace = NULL,
-        .call_out = out_gather_493,
+        .call_out = out_gather_502,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:721 sample 3",
+        .where = "ops.yaml:740 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_494,
+        .call = call_gather_503,
         .call_inplace = NULL,
-        .call_out = out_gather_495,
+        .call_out = out_gather_504,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:721 sample 4",
+        .where = "ops.yaml:740 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_496,
+        .call = call_gather_505,
         .call_inplace = NULL,
-        .call_out = out_gather_497,
+        .call_out = out_gather_506,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:744 sample 0",
+        .where = "ops.yaml:763 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_500,
+        .call = call_scatter_509,
         .call_inplace = NULL,
-        .call_out = out_scatter_501,
+        .call_out = out_scatter_510,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:744 sample 1",
+        .where = "ops.yaml:763 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_502,
+        .call = call_scatter_511,
         .call_inplace = NULL,
-        .call_out = out_scatter_503,
+        .call_out = out_scatter_512,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:744 sample 2",
+        .where = "ops.yaml:763 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_504,
+        .call = call_scatter_513,
         .call_inplace = NULL,
-        .call_out = out_scatter_505,
+        .call_out = out_scatter_514,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:744 sample 3",
+        .where = "ops.yaml:763 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_506,
+        .call = call_scatter_515,
         .call_inplace = NULL,
-        .call_out = out_scatter_507,
+        .call_out = out_scatter_516,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:765 sample 0",
+        .where = "ops.yaml:784 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_510,
+        .call = call_scatter_value_519,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_511,
+        .call_out = out_scatter_value_520,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:765 sample 1",
+        .where = "ops.yaml:784 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_512,
+        .call = call_scatter_value_521,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_513,
+        .call_out = out_scatter_value_522,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:765 sample 2",
+        .where = "ops.yaml:784 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_514,
+        .call = call_scatter_value_523,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_515,
+        .call_out = out_scatter_value_524,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:778 sample 0",
+        .where = "ops.yaml:797 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_518,
+        .call = call_scatter_add_527,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_519,
+        .call_out = out_scatter_add_528,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:778 sample 1",
+        .where = "ops.yaml:797 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_520,
+        .call = call_scatter_add_529,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_521,
+        .call_out = out_scatter_add_530,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:778 sample 2",
+        .where = "ops.yaml:797 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_522,
+        .call = call_scatter_add_531,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_523,
+        .call_out = out_scatter_add_532,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:778 sample 3",
+        .where = "ops.yaml:797 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_524,
+        .call = call_scatter_add_533,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_525,
+        .call_out = out_scatter_add_534,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:778 sample 4",
+        .where = "ops.yaml:797 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_526,
+        .call = call_scatter_add_535,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_527,
+        .call_out = out_scatter_add_536,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:797 sample 0",
+        .where = "ops.yaml:816 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_530,
+        .call = call_embedding_539,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7804,7 +7970,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:797 sample 1",
+        .where = "ops.yaml:816 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -7814,7 +7980,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_531,
+        .call = call_embedding_540,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7822,11 +7988,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:797 sample 2",
+        .where = "ops.yaml:816 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_532,
+        .call = call_embedding_541,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7834,11 +8000,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:797 sample 3",
+        .where = "ops.yaml:816 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_533,
+        .call = call_embedding_542,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7846,12 +8012,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:811 sample 0",
+        .where = "ops.yaml:830 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_537,
+        .call = call_embedding_dense_backward_546,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7859,11 +8025,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:811 sample 1",
+        .where = "ops.yaml:830 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_538,
+        .call = call_embedding_dense_backward_547,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7871,10 +8037,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:838 sample 0",
+        .where = "ops.yaml:857 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_540,
+        .call = call_one_hot_549,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7882,10 +8048,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:838 sample 1",
+        .where = "ops.yaml:857 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_541,
+        .call = call_one_hot_550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7893,10 +8059,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:838 sample 2",
+        .where = "ops.yaml:857 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_542,
+        .call = call_one_hot_551,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7904,10 +8070,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:838 sample 3",
+        .where = "ops.yaml:857 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_543,
+        .call = call_one_hot_552,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7915,10 +8081,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:850 sample 0",
+        .where = "ops.yaml:869 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_545,
+        .call = call_nonzero_554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7926,11 +8092,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:850 sample 1",
+        .where = "ops.yaml:869 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_546,
+        .call = call_nonzero_555,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7938,10 +8104,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:850 sample 2",
+        .where = "ops.yaml:869 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_547,
+        .call = call_nonzero_556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7949,10 +8115,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:850 sample 3",
+        .where = "ops.yaml:869 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_548,
+        .call = call_nonzero_557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7960,11 +8126,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:863 sample 0",
+        .where = "ops.yaml:882 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_549,
+        .call = call_masked_select_558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7972,11 +8138,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:863 sample 1",
+        .where = "ops.yaml:882 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_550,
+        .call = call_masked_select_559,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7984,12 +8150,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:863 sample 2",
+        .where = "ops.yaml:882 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_551,
+        .call = call_masked_select_560,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7997,11 +8163,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:863 sample 3",
+        .where = "ops.yaml:882 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_552,
+        .call = call_masked_select_561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8009,11 +8175,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:863 sample 4",
+        .where = "ops.yaml:882 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_553,
+        .call = call_masked_select_562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8021,10 +8187,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:878 sample 0",
+        .where = "ops.yaml:897 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_556,
+        .call = call_argsort_565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8032,10 +8198,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:878 sample 1",
+        .where = "ops.yaml:897 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_557,
+        .call = call_argsort_566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8043,11 +8209,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:878 sample 2",
+        .where = "ops.yaml:897 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_558,
+        .call = call_argsort_567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8055,10 +8221,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:878 sample 3",
+        .where = "ops.yaml:897 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_559,
+        .call = call_argsort_568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8066,10 +8232,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:878 sample 4",
+        .where = "ops.yaml:897 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_560,
+        .call = call_argsort_569,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8077,9 +8243,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:899 sample 0",
+        .where = "ops.yaml:918 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_561,
+        .call = call_zeros_570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8087,9 +8253,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:907 sample 0",
+        .where = "ops.yaml:926 sample 0",
         .n_inputs = 0,
-        .call = call_ones_562,
+        .call = call_ones_571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8097,9 +8263,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:915 sample 0",
+        .where = "ops.yaml:934 sample 0",
         .n_inputs = 0,
-        .call = call_full_563,
+        .call = call_full_572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8107,9 +8273,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:930 sample 0",
+        .where = "ops.yaml:949 sample 0",
         .n_inputs = 0,
-        .call = call_arange_564,
+        .call = call_arange_573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8117,9 +8283,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:938 sample 0",
+        .where = "ops.yaml:957 sample 0",
         .n_inputs = 0,
-        .call = call_rand_565,
+        .call = call_rand_574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8127,9 +8293,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:949 sample 0",
+        .where = "ops.yaml:968 sample 0",
         .n_inputs = 0,
-        .call = call_randn_567,
+        .call = call_randn_576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8137,10 +8303,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:968 sample 0",
+        .where = "ops.yaml:987 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_569,
+        .call = call_sum_to_578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8148,10 +8314,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:968 sample 1",
+        .where = "ops.yaml:987 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_570,
+        .call = call_sum_to_579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8669,241 +8835,250 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "triu: ",
     },
     {
+        .op = "pad",
+        .what = "ops.yaml:658: mode not a choice",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_pad_462,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "pad: ",
+    },
+    {
         .op = "index_select",
-        .what = "ops.yaml:661: dtype of index",
+        .what = "ops.yaml:680: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_466,
+        .call = error_index_select_475,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:661: dim out of range",
+        .what = "ops.yaml:680: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_467,
+        .call = error_index_select_476,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:685: dtype of index",
+        .what = "ops.yaml:704: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_478,
+        .call = error_index_add_487,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:685: dim out of range",
+        .what = "ops.yaml:704: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_479,
+        .call = error_index_add_488,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:700: dtype of index",
+        .what = "ops.yaml:719: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_486,
+        .call = error_index_copy_495,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:700: dim out of range",
+        .what = "ops.yaml:719: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_487,
+        .call = error_index_copy_496,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:713: dtype of index",
+        .what = "ops.yaml:732: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_498,
+        .call = error_gather_507,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:713: dim out of range",
+        .what = "ops.yaml:732: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_499,
+        .call = error_gather_508,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:736: dtype of index",
+        .what = "ops.yaml:755: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_508,
+        .call = error_scatter_517,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:736: dim out of range",
+        .what = "ops.yaml:755: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_509,
+        .call = error_scatter_518,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:758: dtype of index",
+        .what = "ops.yaml:777: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_516,
+        .call = error_scatter_value_525,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:758: dim out of range",
+        .what = "ops.yaml:777: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_517,
+        .call = error_scatter_value_526,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:770: dtype of index",
+        .what = "ops.yaml:789: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_528,
+        .call = error_scatter_add_537,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:770: dim out of range",
+        .what = "ops.yaml:789: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_529,
+        .call = error_scatter_add_538,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:790: weight.dim == 2",
+        .what = "ops.yaml:809: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_534,
+        .call = error_embedding_543,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:792: sparse == 0",
+        .what = "ops.yaml:811: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_535,
+        .call = error_embedding_544,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:785: dtype of indices",
+        .what = "ops.yaml:804: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_536,
+        .call = error_embedding_545,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:804: dtype of indices",
+        .what = "ops.yaml:823: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_539,
+        .call = error_embedding_dense_backward_548,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:832: dtype of self",
+        .what = "ops.yaml:851: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_544,
+        .call = error_one_hot_553,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:856: dtype of mask",
+        .what = "ops.yaml:875: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_554,
+        .call = error_masked_select_563,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:856: broadcast",
+        .what = "ops.yaml:875: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_555,
+        .call = error_masked_select_564,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:943: is_floating(result_dtype)",
+        .what = "ops.yaml:962: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_566,
+        .call = error_rand_575,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:954: is_floating(result_dtype)",
+        .what = "ops.yaml:973: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_568,
+        .call = error_randn_577,
         .expect = 0,
         .expect_prefix = "randn: ",
     },

@@ -1204,375 +1204,439 @@ def case_203(self):
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_204(self, index):
-    """index_select (ops.yaml:669 sample 0)"""
+def case_204(self):
+    """pad (ops.yaml:665 sample 0)"""
+    pad = [1, 2]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_205(self):
+    """pad (ops.yaml:665 sample 1)"""
+    pad = [1, 0, -1, 2]
+    mode = 'constant'
+    value = 1.5
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_206(self):
+    """pad (ops.yaml:665 sample 2)"""
+    pad = [2, 1, 1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_207(self):
+    """pad (ops.yaml:665 sample 3)"""
+    pad = [1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_208(self):
+    """pad (ops.yaml:665 sample 4)"""
+    pad = [2, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_209(self):
+    """pad (ops.yaml:665 sample 5)"""
+    pad = [1, 2, 3, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_210(self):
+    """pad (ops.yaml:665 sample 6)"""
+    pad = [2, 3]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_211(self):
+    """pad (ops.yaml:665 sample 7)"""
+    pad = [1, 2]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_212(self, index):
+    """index_select (ops.yaml:688 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_205(self, index):
-    """index_select (ops.yaml:669 sample 1)"""
+def case_213(self, index):
+    """index_select (ops.yaml:688 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_206(self, index):
-    """index_select (ops.yaml:669 sample 2)"""
+def case_214(self, index):
+    """index_select (ops.yaml:688 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_207(self, index):
-    """index_select (ops.yaml:669 sample 3)"""
+def case_215(self, index):
+    """index_select (ops.yaml:688 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_208(self, index):
-    """index_select (ops.yaml:669 sample 4)"""
+def case_216(self, index):
+    """index_select (ops.yaml:688 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_209(self, index):
-    """index_select (ops.yaml:669 sample 5)"""
+def case_217(self, index):
+    """index_select (ops.yaml:688 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_210(self, index, source):
-    """index_add (ops.yaml:693 sample 0)"""
+def case_218(self, index, source):
+    """index_add (ops.yaml:712 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_211(self, index, source):
-    """index_add (ops.yaml:693 sample 1)"""
+def case_219(self, index, source):
+    """index_add (ops.yaml:712 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_212(self, index, source):
-    """index_add (ops.yaml:693 sample 2)"""
+def case_220(self, index, source):
+    """index_add (ops.yaml:712 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_213(self, index, source):
-    """index_add (ops.yaml:693 sample 3)"""
+def case_221(self, index, source):
+    """index_add (ops.yaml:712 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_214(self, index, source):
-    """index_add (ops.yaml:693 sample 4)"""
+def case_222(self, index, source):
+    """index_add (ops.yaml:712 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_215(self, index, source):
-    """index_copy (ops.yaml:708 sample 0)"""
+def case_223(self, index, source):
+    """index_copy (ops.yaml:727 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_216(self, index, source):
-    """index_copy (ops.yaml:708 sample 1)"""
+def case_224(self, index, source):
+    """index_copy (ops.yaml:727 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_217(self, index, source):
-    """index_copy (ops.yaml:708 sample 2)"""
+def case_225(self, index, source):
+    """index_copy (ops.yaml:727 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_218(self, index):
-    """gather (ops.yaml:721 sample 0)"""
+def case_226(self, index):
+    """gather (ops.yaml:740 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_219(self, index):
-    """gather (ops.yaml:721 sample 1)"""
+def case_227(self, index):
+    """gather (ops.yaml:740 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_220(self, index):
-    """gather (ops.yaml:721 sample 2)"""
+def case_228(self, index):
+    """gather (ops.yaml:740 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_221(self, index):
-    """gather (ops.yaml:721 sample 3)"""
+def case_229(self, index):
+    """gather (ops.yaml:740 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_222(self, index):
-    """gather (ops.yaml:721 sample 4)"""
+def case_230(self, index):
+    """gather (ops.yaml:740 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_223(self, index, src):
-    """scatter.src (ops.yaml:744 sample 0)"""
+def case_231(self, index, src):
+    """scatter.src (ops.yaml:763 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_224(self, index, src):
-    """scatter.src (ops.yaml:744 sample 1)"""
+def case_232(self, index, src):
+    """scatter.src (ops.yaml:763 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_225(self, index, src):
-    """scatter.src (ops.yaml:744 sample 2)"""
+def case_233(self, index, src):
+    """scatter.src (ops.yaml:763 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_226(self, index, src):
-    """scatter.src (ops.yaml:744 sample 3)"""
+def case_234(self, index, src):
+    """scatter.src (ops.yaml:763 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_227(self, index):
-    """scatter.value (ops.yaml:765 sample 0)"""
+def case_235(self, index):
+    """scatter.value (ops.yaml:784 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_228(self, index):
-    """scatter.value (ops.yaml:765 sample 1)"""
+def case_236(self, index):
+    """scatter.value (ops.yaml:784 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_229(self, index):
-    """scatter.value (ops.yaml:765 sample 2)"""
+def case_237(self, index):
+    """scatter.value (ops.yaml:784 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_230(self, index, src):
-    """scatter_add (ops.yaml:778 sample 0)"""
+def case_238(self, index, src):
+    """scatter_add (ops.yaml:797 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_231(self, index, src):
-    """scatter_add (ops.yaml:778 sample 1)"""
+def case_239(self, index, src):
+    """scatter_add (ops.yaml:797 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_232(self, index, src):
-    """scatter_add (ops.yaml:778 sample 2)"""
+def case_240(self, index, src):
+    """scatter_add (ops.yaml:797 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_233(self, index, src):
-    """scatter_add (ops.yaml:778 sample 3)"""
+def case_241(self, index, src):
+    """scatter_add (ops.yaml:797 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_234(self, index, src):
-    """scatter_add (ops.yaml:778 sample 4)"""
+def case_242(self, index, src):
+    """scatter_add (ops.yaml:797 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_235(weight, indices):
-    """embedding (ops.yaml:797 sample 0)"""
+def case_243(weight, indices):
+    """embedding (ops.yaml:816 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_236(weight, indices):
-    """embedding (ops.yaml:797 sample 1)"""
+def case_244(weight, indices):
+    """embedding (ops.yaml:816 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_237(weight, indices):
-    """embedding (ops.yaml:797 sample 2)"""
+def case_245(weight, indices):
+    """embedding (ops.yaml:816 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_238(weight, indices):
-    """embedding (ops.yaml:797 sample 3)"""
+def case_246(weight, indices):
+    """embedding (ops.yaml:816 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_239(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:811 sample 0)"""
+def case_247(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:830 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_240(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:811 sample 1)"""
+def case_248(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:830 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_241(self):
-    """one_hot (ops.yaml:838 sample 0)"""
+def case_249(self):
+    """one_hot (ops.yaml:857 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_242(self):
-    """one_hot (ops.yaml:838 sample 1)"""
+def case_250(self):
+    """one_hot (ops.yaml:857 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_243(self):
-    """one_hot (ops.yaml:838 sample 2)"""
+def case_251(self):
+    """one_hot (ops.yaml:857 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_244(self):
-    """one_hot (ops.yaml:838 sample 3)"""
+def case_252(self):
+    """one_hot (ops.yaml:857 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_245(self):
-    """nonzero (ops.yaml:850 sample 0)"""
+def case_253(self):
+    """nonzero (ops.yaml:869 sample 0)"""
     return torch.ops.aten.nonzero(self)
-
-
-def case_246(self):
-    """nonzero (ops.yaml:850 sample 1)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_247(self):
-    """nonzero (ops.yaml:850 sample 2)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_248(self):
-    """nonzero (ops.yaml:850 sample 3)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_249(self, mask):
-    """masked_select (ops.yaml:863 sample 0)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_250(self, mask):
-    """masked_select (ops.yaml:863 sample 1)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_251(self, mask):
-    """masked_select (ops.yaml:863 sample 2)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_252(self, mask):
-    """masked_select (ops.yaml:863 sample 3)"""
-    return torch.ops.aten.masked_select(self, mask)
-
-
-def case_253(self, mask):
-    """masked_select (ops.yaml:863 sample 4)"""
-    return torch.ops.aten.masked_select(self, mask)
 
 
 def case_254(self):
-    """argsort (ops.yaml:878 sample 0)"""
+    """nonzero (ops.yaml:869 sample 1)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_255(self):
+    """nonzero (ops.yaml:869 sample 2)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_256(self):
+    """nonzero (ops.yaml:869 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_257(self, mask):
+    """masked_select (ops.yaml:882 sample 0)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_258(self, mask):
+    """masked_select (ops.yaml:882 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_259(self, mask):
+    """masked_select (ops.yaml:882 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_260(self, mask):
+    """masked_select (ops.yaml:882 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_261(self, mask):
+    """masked_select (ops.yaml:882 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_262(self):
+    """argsort (ops.yaml:897 sample 0)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_255(self):
-    """argsort (ops.yaml:878 sample 1)"""
+def case_263(self):
+    """argsort (ops.yaml:897 sample 1)"""
     dim = 0
     descending = True
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_256(self):
-    """argsort (ops.yaml:878 sample 2)"""
+def case_264(self):
+    """argsort (ops.yaml:897 sample 2)"""
     dim = 1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_257(self):
-    """argsort (ops.yaml:878 sample 3)"""
+def case_265(self):
+    """argsort (ops.yaml:897 sample 3)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_258(self):
-    """argsort (ops.yaml:878 sample 4)"""
+def case_266(self):
+    """argsort (ops.yaml:897 sample 4)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_259():
-    """zeros (ops.yaml:899 sample 0)"""
+def case_267():
+    """zeros (ops.yaml:918 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_260():
-    """ones (ops.yaml:907 sample 0)"""
+def case_268():
+    """ones (ops.yaml:926 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_261():
-    """full (ops.yaml:915 sample 0)"""
+def case_269():
+    """full (ops.yaml:934 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1580,8 +1644,8 @@ def case_261():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_262():
-    """arange (ops.yaml:930 sample 0)"""
+def case_270():
+    """arange (ops.yaml:949 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1590,30 +1654,30 @@ def case_262():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_263():
-    """rand (ops.yaml:938 sample 0)"""
+def case_271():
+    """rand (ops.yaml:957 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_264():
-    """randn (ops.yaml:949 sample 0)"""
+def case_272():
+    """randn (ops.yaml:968 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_265(self):
-    """sum_to (ops.yaml:968 sample 0)"""
+def case_273(self):
+    """sum_to (ops.yaml:987 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_266(self):
-    """sum_to (ops.yaml:968 sample 1)"""
+def case_274(self):
+    """sum_to (ops.yaml:987 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -2231,193 +2295,217 @@ CASES = [
     dict(op="triu", where="ops.yaml:651 sample 4", fn=case_203, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:669 sample 0", fn=case_204, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_select", where="ops.yaml:669 sample 1", fn=case_205, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_select", where="ops.yaml:669 sample 2", fn=case_206, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_select", where="ops.yaml:669 sample 3", fn=case_207, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_select", where="ops.yaml:669 sample 4", fn=case_208, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_select", where="ops.yaml:669 sample 5", fn=case_209, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:693 sample 0", fn=case_210, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:693 sample 1", fn=case_211, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:693 sample 2", fn=case_212, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:693 sample 3", fn=case_213, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:693 sample 4", fn=case_214, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_copy", where="ops.yaml:708 sample 0", fn=case_215, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_copy", where="ops.yaml:708 sample 1", fn=case_216, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_copy", where="ops.yaml:708 sample 2", fn=case_217, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:721 sample 0", fn=case_218, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:721 sample 1", fn=case_219, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:721 sample 2", fn=case_220, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:721 sample 3", fn=case_221, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:721 sample 4", fn=case_222, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:744 sample 0", fn=case_223, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:744 sample 1", fn=case_224, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:744 sample 2", fn=case_225, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:744 sample 3", fn=case_226, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.value", where="ops.yaml:765 sample 0", fn=case_227, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.value", where="ops.yaml:765 sample 1", fn=case_228, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.value", where="ops.yaml:765 sample 2", fn=case_229, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:778 sample 0", fn=case_230, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:778 sample 1", fn=case_231, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:778 sample 2", fn=case_232, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:778 sample 3", fn=case_233, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:778 sample 4", fn=case_234, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:797 sample 0", fn=case_235, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:797 sample 1", fn=case_236, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:797 sample 2", fn=case_237, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:797 sample 3", fn=case_238, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:811 sample 0", fn=case_239, tensors=["grad_output", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:811 sample 1", fn=case_240, tensors=["grad_output", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:838 sample 0", fn=case_241, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:838 sample 1", fn=case_242, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:838 sample 2", fn=case_243, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:838 sample 3", fn=case_244, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="nonzero", where="ops.yaml:850 sample 0", fn=case_245, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="nonzero", where="ops.yaml:850 sample 1", fn=case_246, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="nonzero", where="ops.yaml:850 sample 2", fn=case_247, tensors=["self"],
+    dict(op="pad", where="ops.yaml:665 sample 0", fn=case_204, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:850 sample 3", fn=case_248, tensors=["self"],
+    dict(op="pad", where="ops.yaml:665 sample 1", fn=case_205, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:665 sample 2", fn=case_206, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:665 sample 3", fn=case_207, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:665 sample 4", fn=case_208, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:863 sample 0", fn=case_249, tensors=["self", "mask"],
+    dict(op="pad", where="ops.yaml:665 sample 5", fn=case_209, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:665 sample 6", fn=case_210, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:665 sample 7", fn=case_211, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="index_select", where="ops.yaml:688 sample 0", fn=case_212, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:863 sample 1", fn=case_250, tensors=["self", "mask"],
+    dict(op="index_select", where="ops.yaml:688 sample 1", fn=case_213, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:863 sample 2", fn=case_251, tensors=["self", "mask"],
+    dict(op="index_select", where="ops.yaml:688 sample 2", fn=case_214, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:863 sample 3", fn=case_252, tensors=["self", "mask"],
+    dict(op="index_select", where="ops.yaml:688 sample 3", fn=case_215, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:863 sample 4", fn=case_253, tensors=["self", "mask"],
+    dict(op="index_select", where="ops.yaml:688 sample 4", fn=case_216, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:878 sample 0", fn=case_254, tensors=["self"],
+    dict(op="index_select", where="ops.yaml:688 sample 5", fn=case_217, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:712 sample 0", fn=case_218, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:712 sample 1", fn=case_219, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:712 sample 2", fn=case_220, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:712 sample 3", fn=case_221, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:712 sample 4", fn=case_222, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:727 sample 0", fn=case_223, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:727 sample 1", fn=case_224, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:727 sample 2", fn=case_225, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:740 sample 0", fn=case_226, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:740 sample 1", fn=case_227, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:740 sample 2", fn=case_228, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:740 sample 3", fn=case_229, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:740 sample 4", fn=case_230, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:763 sample 0", fn=case_231, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:763 sample 1", fn=case_232, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:763 sample 2", fn=case_233, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:763 sample 3", fn=case_234, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:784 sample 0", fn=case_235, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:784 sample 1", fn=case_236, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:784 sample 2", fn=case_237, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:797 sample 0", fn=case_238, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:797 sample 1", fn=case_239, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:797 sample 2", fn=case_240, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:797 sample 3", fn=case_241, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:797 sample 4", fn=case_242, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:816 sample 0", fn=case_243, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:816 sample 1", fn=case_244, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:816 sample 2", fn=case_245, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:816 sample 3", fn=case_246, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:830 sample 0", fn=case_247, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:830 sample 1", fn=case_248, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:857 sample 0", fn=case_249, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:857 sample 1", fn=case_250, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:857 sample 2", fn=case_251, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:857 sample 3", fn=case_252, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:869 sample 0", fn=case_253, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:869 sample 1", fn=case_254, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:869 sample 2", fn=case_255, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:878 sample 1", fn=case_255, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:869 sample 3", fn=case_256, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:882 sample 0", fn=case_257, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:882 sample 1", fn=case_258, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:882 sample 2", fn=case_259, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:882 sample 3", fn=case_260, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:882 sample 4", fn=case_261, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:897 sample 0", fn=case_262, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:878 sample 2", fn=case_256, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:897 sample 1", fn=case_263, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:878 sample 3", fn=case_257, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:897 sample 2", fn=case_264, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:878 sample 4", fn=case_258, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:897 sample 3", fn=case_265, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:899 sample 0", fn=case_259, tensors=[],
+    dict(op="argsort", where="ops.yaml:897 sample 4", fn=case_266, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="zeros", where="ops.yaml:918 sample 0", fn=case_267, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:907 sample 0", fn=case_260, tensors=[],
+    dict(op="ones", where="ops.yaml:926 sample 0", fn=case_268, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:915 sample 0", fn=case_261, tensors=[],
+    dict(op="full", where="ops.yaml:934 sample 0", fn=case_269, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:930 sample 0", fn=case_262, tensors=[],
+    dict(op="arange", where="ops.yaml:949 sample 0", fn=case_270, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:938 sample 0", fn=case_263, tensors=[],
+    dict(op="rand", where="ops.yaml:957 sample 0", fn=case_271, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:949 sample 0", fn=case_264, tensors=[],
+    dict(op="randn", where="ops.yaml:968 sample 0", fn=case_272, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:968 sample 0", fn=case_265, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:987 sample 0", fn=case_273, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:968 sample 1", fn=case_266, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:987 sample 1", fn=case_274, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
 ]

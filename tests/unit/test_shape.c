@@ -238,3 +238,34 @@ Test(shape, tril_triu_values)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+Test(shape, pad_modes)
+{
+    const double v[3] = {1, 2, 3};
+    const int64_t s[1] = {3};
+    yt_tensor *x = from(v, s, 1, YT_DTYPE_F64);
+    const int64_t p21[2] = {2, 1};
+    const int64_t six[1] = {6};
+    yt_tensor *r = yt_pad_ex(x, p21, 2, "reflect", NULL);
+    const double rwant[6] = {3, 2, 1, 2, 3, 2};
+    expect_values(r, rwant, 6, six, 1);
+    yt_tensor *e = yt_pad_ex(x, p21, 2, "replicate", NULL);
+    const double ewant[6] = {1, 1, 1, 2, 3, 3};
+    expect_values(e, ewant, 6, six, 1);
+    const double value = -1.5;
+    const int64_t crop[2] = {-1, 2};
+    const int64_t four[1] = {4};
+    yt_tensor *c = yt_pad_ex(x, crop, 2, "constant", &value);
+    const double cwant[4] = {2, 3, -1.5, -1.5};
+    expect_values(c, cwant, 4, four, 1);
+    const int64_t p30[2] = {3, 0};
+    cr_assert_null(yt_pad_ex(x, p30, 2, "reflect", NULL));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "pad: reflect padding (3, 0) must be less than the size 3");
+    cr_assert_null(yt_pad_ex(x, p30, 2, "circular", NULL));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "pad: mode must be one of");
+    yt_release(c);
+    yt_release(e);
+    yt_release(r);
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}

@@ -1032,7 +1032,25 @@ YT_API yt_tensor *yt_triu(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- index_select (ops.yaml:661) */
+/* ---- pad (ops.yaml:658) */
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Uses the defaults mode=constant, value=None; yt_pad_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
+                            const double *value);
+
+/* ---- index_select (ops.yaml:680) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -1050,7 +1068,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:677) */
+/* ---- index_select_backward (ops.yaml:696) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -1060,7 +1078,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:685) */
+/* ---- index_add (ops.yaml:704) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -1097,7 +1115,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:700) */
+/* ---- index_copy (ops.yaml:719) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -1115,7 +1133,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:713) */
+/* ---- gather (ops.yaml:732) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -1150,7 +1168,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:728) */
+/* ---- gather_backward (ops.yaml:747) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -1159,7 +1177,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:736) */
+/* ---- scatter.src (ops.yaml:755) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -1177,7 +1195,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:750) */
+/* ---- scatter_src_backward (ops.yaml:769) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -1187,7 +1205,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:758) */
+/* ---- scatter.value (ops.yaml:777) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -1203,7 +1221,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:770) */
+/* ---- scatter_add (ops.yaml:789) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -1221,7 +1239,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:785) */
+/* ---- embedding (ops.yaml:804) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -1241,7 +1259,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:804) */
+/* ---- embedding_dense_backward (ops.yaml:823) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -1252,7 +1270,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:816) */
+/* ---- embedding_weight_backward (ops.yaml:835) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -1262,7 +1280,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:824) */
+/* ---- embedding_dense_double_backward (ops.yaml:843) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -1272,7 +1290,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:832) */
+/* ---- one_hot (ops.yaml:851) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -1289,7 +1307,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:844) */
+/* ---- nonzero (ops.yaml:863) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -1297,7 +1315,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:856) */
+/* ---- masked_select (ops.yaml:875) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -1305,7 +1323,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:870) */
+/* ---- argsort (ops.yaml:889) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -1322,7 +1340,7 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- zeros (ops.yaml:899) */
+/* ---- zeros (ops.yaml:918) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1337,7 +1355,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:907) */
+/* ---- ones (ops.yaml:926) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1352,7 +1370,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:915) */
+/* ---- full (ops.yaml:934) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1368,7 +1386,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:923) */
+/* ---- zeros_like (ops.yaml:942) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1376,7 +1394,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:930) */
+/* ---- arange (ops.yaml:949) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1392,7 +1410,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:938) */
+/* ---- rand (ops.yaml:957) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1407,7 +1425,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:949) */
+/* ---- randn (ops.yaml:968) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1422,7 +1440,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:962) */
+/* ---- sum_to (ops.yaml:981) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1430,7 +1448,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:973) */
+/* ---- sum_backward (ops.yaml:992) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1439,7 +1457,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:980) */
+/* ---- mean_backward (ops.yaml:999) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1448,7 +1466,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:987) */
+/* ---- amax_backward (ops.yaml:1006) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1457,7 +1475,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:994) */
+/* ---- permute_backward (ops.yaml:1013) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1465,7 +1483,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1001) */
+/* ---- pow_backward (ops.yaml:1020) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1473,7 +1491,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1008) */
+/* ---- pow_backward_self (ops.yaml:1027) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1481,7 +1499,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1015) */
+/* ---- pow_backward_exponent (ops.yaml:1034) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1490,7 +1508,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1022) */
+/* ---- slice_backward (ops.yaml:1041) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1500,7 +1518,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1030) */
+/* ---- select_backward (ops.yaml:1049) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
