@@ -1687,6 +1687,267 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
     return status;
 }
 
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * backward, from derivatives.yaml:165:
+ *   self: bmm(grad, mat2.transpose(1, 2))
+ *   mat2: bmm(self.transpose(1, 2), grad)
+ */
+typedef struct bmm_node {
+    yt_node base;  /* must be first */
+    yt_saved mat2; /* used by: self */
+    yt_saved self; /* used by: mat2 */
+} bmm_node;
+
+static yt_status
+bmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    bmm_node *node = (bmm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
+        yt_tensor *t0 = yt_transpose(mat2, 1, 2);
+        out[0] = yt_bmm(grads[0], t0);
+        yt_release(t0);
+        yt_release(mat2);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_transpose(self, 1, 2);
+        out[1] = yt_bmm(t0, grads[0]);
+        yt_release(t0);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+bmm_release_saved(yt_node *node_)
+{
+    bmm_node *node = (bmm_node *)node_;
+    yt__saved_release(&node->mat2);
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind bmm_node_kind = {
+    .name = "BmmBackward",
+    .op_name = "bmm",
+    .size = sizeof(bmm_node),
+    .backward = bmm_backward,
+    .release_saved = bmm_release_saved,
+};
+
+yt_status
+yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
+{
+    bmm_node *node = (bmm_node *)yt__node_new(&bmm_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, mat2);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->mat2, mat2, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:169:
+ *   self: sum_to(grad * beta, self.shape)
+ *   mat1: mm(grad, mat2.t()) * alpha
+ *   mat2: mm(mat1.t(), grad) * alpha
+ */
+typedef struct addmm_node {
+    yt_node base;        /* must be first */
+    yt_scalar beta;      /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    yt_saved mat2;       /* used by: mat1 */
+    yt_scalar alpha;     /* used by: mat1, mat2 */
+    yt_saved mat1;       /* used by: mat2 */
+} addmm_node;
+
+static yt_status
+addmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    addmm_node *node = (addmm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->beta);
+        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
+        yt_tensor *t0 = yt_t(mat2);
+        yt_tensor *t1 = yt_mm(grads[0], t0);
+        out[1] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mat2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *mat1 = yt__saved_unpack(&node->mat1, &node->base, "mat1");
+        yt_tensor *t0 = yt_t(mat1);
+        yt_tensor *t1 = yt_mm(t0, grads[0]);
+        out[2] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mat1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+addmm_release_saved(yt_node *node_)
+{
+    addmm_node *node = (addmm_node *)node_;
+    yt__saved_release(&node->mat2);
+    yt__saved_release(&node->mat1);
+}
+
+static const yt_node_kind addmm_node_kind = {
+    .name = "AddmmBackward",
+    .op_name = "addmm",
+    .size = sizeof(addmm_node),
+    .backward = addmm_backward,
+    .release_saved = addmm_release_saved,
+};
+
+yt_status
+yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
+                 yt_scalar beta, yt_scalar alpha)
+{
+    addmm_node *node = (addmm_node *)yt__node_new(&addmm_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, mat1);
+    yt__node_set_edge(&node->base, 2, mat2);
+    node->beta = beta;
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->mat2, mat2, false, 0);
+    node->alpha = alpha;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->mat1, mat1, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:174:
+ *   self: sum_to(grad * beta, self.shape)
+ *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
+ *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
+ */
+typedef struct baddbmm_node {
+    yt_node base;        /* must be first */
+    yt_scalar beta;      /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    yt_saved batch2;     /* used by: batch1 */
+    yt_scalar alpha;     /* used by: batch1, batch2 */
+    yt_saved batch1;     /* used by: batch2 */
+} baddbmm_node;
+
+static yt_status
+baddbmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    baddbmm_node *node = (baddbmm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->beta);
+        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *batch2 = yt__saved_unpack(&node->batch2, &node->base, "batch2");
+        yt_tensor *t0 = yt_transpose(batch2, 1, 2);
+        yt_tensor *t1 = yt_bmm(grads[0], t0);
+        out[1] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(batch2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *batch1 = yt__saved_unpack(&node->batch1, &node->base, "batch1");
+        yt_tensor *t0 = yt_transpose(batch1, 1, 2);
+        yt_tensor *t1 = yt_bmm(t0, grads[0]);
+        out[2] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(batch1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+baddbmm_release_saved(yt_node *node_)
+{
+    baddbmm_node *node = (baddbmm_node *)node_;
+    yt__saved_release(&node->batch2);
+    yt__saved_release(&node->batch1);
+}
+
+static const yt_node_kind baddbmm_node_kind = {
+    .name = "BaddbmmBackward",
+    .op_name = "baddbmm",
+    .size = sizeof(baddbmm_node),
+    .backward = baddbmm_backward,
+    .release_saved = baddbmm_release_saved,
+};
+
+yt_status
+yt__record_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
+                   yt_scalar beta, yt_scalar alpha)
+{
+    baddbmm_node *node = (baddbmm_node *)yt__node_new(&baddbmm_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, batch1);
+    yt__node_set_edge(&node->base, 2, batch2);
+    node->beta = beta;
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->batch2, batch2, false, 0);
+    node->alpha = alpha;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->batch1, batch1, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* t(Tensor self) -> Tensor
  * backward, from derivatives.yaml:117:
  *   self: grad.t()
@@ -2215,7 +2476,7 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * backward, from derivatives.yaml:168:
+ * backward, from derivatives.yaml:182:
  *   self: flip(grad, dims)
  */
 typedef struct flip_node {
@@ -2268,7 +2529,7 @@ yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dim
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * backward, from derivatives.yaml:171:
+ * backward, from derivatives.yaml:185:
  *   self: roll_backward(grad, shifts, dims)
  */
 typedef struct roll_node {
@@ -2327,7 +2588,7 @@ yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int s
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:174:
+ * backward, from derivatives.yaml:188:
  *   self: tril(grad, diagonal)
  */
 typedef struct tril_node {
@@ -2378,7 +2639,7 @@ yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:177:
+ * backward, from derivatives.yaml:191:
  *   self: triu(grad, diagonal)
  */
 typedef struct triu_node {
@@ -2429,7 +2690,7 @@ yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * backward, from derivatives.yaml:183:
+ * backward, from derivatives.yaml:197:
  *   self: index_select_backward(grad, self.shape, dim, index)
  */
 typedef struct index_select_node {
@@ -2489,7 +2750,7 @@ yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:186:
+ * backward, from derivatives.yaml:200:
  *   self: grad
  *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
  */
@@ -2563,7 +2824,7 @@ yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor 
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * backward, from derivatives.yaml:190:
+ * backward, from derivatives.yaml:204:
  *   self: index_copy(grad, dim, index, zeros_like(source))
  *   source: reshape(index_select(grad, dim, index), source.shape)
  */
@@ -2643,7 +2904,7 @@ yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * backward, from derivatives.yaml:194:
+ * backward, from derivatives.yaml:208:
  *   self: gather_backward(grad, self.shape, dim, index)
  */
 typedef struct gather_node {
@@ -2703,7 +2964,7 @@ yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:197:
+ * backward, from derivatives.yaml:211:
  *   self: scatter(grad, dim, index, 0)
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -2774,7 +3035,7 @@ yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *i
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * backward, from derivatives.yaml:201:
+ * backward, from derivatives.yaml:215:
  *   self: scatter(grad, dim, index, 0)
  */
 typedef struct scatter_value_node {
@@ -2831,7 +3092,7 @@ yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_ten
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:204:
+ * backward, from derivatives.yaml:218:
  *   self: grad
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -2900,7 +3161,7 @@ yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tenso
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * backward, from derivatives.yaml:208:
+ * backward, from derivatives.yaml:222:
  *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_node {
@@ -2964,7 +3225,7 @@ yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, i
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * backward, from derivatives.yaml:211:
+ * backward, from derivatives.yaml:225:
  *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_dense_backward_node {

@@ -12,7 +12,7 @@
 #endif
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
- * from ops.yaml:618 */
+ * from ops.yaml:767 */
 yt_tensor *
 yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
                  int dims_len)
@@ -34,7 +34,7 @@ yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const i
 }
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:696 */
+ * from ops.yaml:845 */
 yt_tensor *
 yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                          int64_t dim, yt_tensor *index)
@@ -64,7 +64,7 @@ yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_si
 }
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:747 */
+ * from ops.yaml:896 */
 yt_tensor *
 yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
                    yt_tensor *index)
@@ -93,7 +93,7 @@ yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_le
 }
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:769 */
+ * from ops.yaml:918 */
 yt_tensor *
 yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
                         yt_tensor *index)
@@ -122,7 +122,7 @@ yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:823; backward from derivatives.yaml:211 */
+ * from ops.yaml:972; backward from derivatives.yaml:225 */
 yt_tensor *
 yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
                             int64_t padding_idx, bool scale_grad_by_freq)
@@ -170,7 +170,7 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
 }
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:835 */
+ * from ops.yaml:984 */
 yt_tensor *
 yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
                              int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
@@ -202,7 +202,7 @@ yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t 
 }
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:843 */
+ * from ops.yaml:992 */
 yt_tensor *
 yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
                                    bool scale_grad_by_freq)
@@ -229,7 +229,7 @@ yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t 
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:981 */
+ * from ops.yaml:1130 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -239,6 +239,9 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
         return yt__fail(YT_ERR_VALUE,
                         "sum_to: size has %d entries (expected 0..%d, non-NULL when > 0)", size_len,
                         YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "sum_to: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_sum_to(self, size, size_len);
     yt__scope_resume();
@@ -246,7 +249,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:992 */
+ * from ops.yaml:1141 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -268,7 +271,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:999 */
+ * from ops.yaml:1148 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -294,7 +297,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1006 */
+ * from ops.yaml:1155 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -334,7 +337,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1013 */
+ * from ops.yaml:1162 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -351,7 +354,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1020 */
+ * from ops.yaml:1169 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -380,7 +383,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1027 */
+ * from ops.yaml:1176 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -415,7 +418,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1034 */
+ * from ops.yaml:1183 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -460,7 +463,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1041; backward from derivatives.yaml:150 */
+ * from ops.yaml:1190; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -502,7 +505,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1049; backward from derivatives.yaml:153 */
+ * from ops.yaml:1198; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -12,7 +12,7 @@
 #endif
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:680; backward from derivatives.yaml:183 */
+ * from ops.yaml:829; backward from derivatives.yaml:197 */
 yt_tensor *
 yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -54,7 +54,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:680; backward from derivatives.yaml:183 */
+ * from ops.yaml:829; backward from derivatives.yaml:197 */
 yt_status
 yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -109,7 +109,7 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:186 */
+ * from ops.yaml:853; backward from derivatives.yaml:200 */
 yt_tensor *
 yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -117,7 +117,7 @@ yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:186 */
+ * from ops.yaml:853; backward from derivatives.yaml:200 */
 yt_tensor *
 yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source, yt_scalar alpha)
 {
@@ -171,7 +171,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:186 */
+ * from ops.yaml:853; backward from derivatives.yaml:200 */
 yt_status
 yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -179,7 +179,7 @@ yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:186 */
+ * from ops.yaml:853; backward from derivatives.yaml:200 */
 yt_status
 yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                     yt_tensor *source, yt_scalar alpha)
@@ -247,7 +247,7 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:190 */
+ * from ops.yaml:868; backward from derivatives.yaml:204 */
 yt_tensor *
 yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -297,7 +297,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:719; backward from derivatives.yaml:190 */
+ * from ops.yaml:868; backward from derivatives.yaml:204 */
 yt_status
 yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -360,7 +360,7 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:732; backward from derivatives.yaml:194 */
+ * from ops.yaml:881; backward from derivatives.yaml:208 */
 yt_tensor *
 yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -368,7 +368,7 @@ yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:732; backward from derivatives.yaml:194 */
+ * from ops.yaml:881; backward from derivatives.yaml:208 */
 yt_tensor *
 yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -410,7 +410,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:732; backward from derivatives.yaml:194 */
+ * from ops.yaml:881; backward from derivatives.yaml:208 */
 yt_status
 yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -418,7 +418,7 @@ yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:732; backward from derivatives.yaml:194 */
+ * from ops.yaml:881; backward from derivatives.yaml:208 */
 yt_status
 yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -474,7 +474,7 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:755; backward from derivatives.yaml:197 */
+ * from ops.yaml:904; backward from derivatives.yaml:211 */
 yt_tensor *
 yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -523,7 +523,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:755; backward from derivatives.yaml:197 */
+ * from ops.yaml:904; backward from derivatives.yaml:211 */
 yt_status
 yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -585,7 +585,7 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:777; backward from derivatives.yaml:201 */
+ * from ops.yaml:926; backward from derivatives.yaml:215 */
 yt_tensor *
 yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value)
 {
@@ -628,7 +628,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:777; backward from derivatives.yaml:201 */
+ * from ops.yaml:926; backward from derivatives.yaml:215 */
 yt_status
 yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                      yt_scalar value)
@@ -686,7 +686,7 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:789; backward from derivatives.yaml:204 */
+ * from ops.yaml:938; backward from derivatives.yaml:218 */
 yt_tensor *
 yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -736,7 +736,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:789; backward from derivatives.yaml:204 */
+ * from ops.yaml:938; backward from derivatives.yaml:218 */
 yt_status
 yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -799,7 +799,7 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:804; backward from derivatives.yaml:208 */
+ * from ops.yaml:953; backward from derivatives.yaml:222 */
 yt_tensor *
 yt_embedding(yt_tensor *weight, yt_tensor *indices)
 {
@@ -807,7 +807,7 @@ yt_embedding(yt_tensor *weight, yt_tensor *indices)
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:804; backward from derivatives.yaml:208 */
+ * from ops.yaml:953; backward from derivatives.yaml:222 */
 yt_tensor *
 yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool scale_grad_by_freq,
                 bool sparse)
@@ -856,7 +856,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:851 */
+ * from ops.yaml:1000 */
 yt_tensor *
 yt_one_hot(yt_tensor *self)
 {
@@ -864,7 +864,7 @@ yt_one_hot(yt_tensor *self)
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:851 */
+ * from ops.yaml:1000 */
 yt_tensor *
 yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 {
@@ -880,7 +880,7 @@ yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 }
 
 /* nonzero(Tensor self) -> Tensor
- * from ops.yaml:863 */
+ * from ops.yaml:1012 */
 yt_tensor *
 yt_nonzero(yt_tensor *self)
 {
@@ -893,7 +893,7 @@ yt_nonzero(yt_tensor *self)
 }
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
- * from ops.yaml:875 */
+ * from ops.yaml:1024 */
 yt_tensor *
 yt_masked_select(yt_tensor *self, yt_tensor *mask)
 {
@@ -914,7 +914,7 @@ yt_masked_select(yt_tensor *self, yt_tensor *mask)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:889 */
+ * from ops.yaml:1038 */
 yt_tensor *
 yt_argsort(yt_tensor *self)
 {
@@ -922,7 +922,7 @@ yt_argsort(yt_tensor *self)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:889 */
+ * from ops.yaml:1038 */
 yt_tensor *
 yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 {

@@ -12,7 +12,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:373; backward from derivatives.yaml:117 */
+ * from ops.yaml:522; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -32,7 +32,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:386; backward from derivatives.yaml:120 */
+ * from ops.yaml:535; backward from derivatives.yaml:120 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -54,7 +54,7 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:397; backward from derivatives.yaml:123 */
+ * from ops.yaml:546; backward from derivatives.yaml:123 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -85,7 +85,7 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:410; backward from derivatives.yaml:126 */
+ * from ops.yaml:559; backward from derivatives.yaml:126 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -107,7 +107,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:420 */
+ * from ops.yaml:569 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
@@ -124,7 +124,7 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:129 */
+ * from ops.yaml:579; backward from derivatives.yaml:129 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -146,7 +146,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:440; backward from derivatives.yaml:132 */
+ * from ops.yaml:589; backward from derivatives.yaml:132 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -164,7 +164,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:449; backward from derivatives.yaml:135 */
+ * from ops.yaml:598; backward from derivatives.yaml:135 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -184,7 +184,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:460; backward from derivatives.yaml:138 */
+ * from ops.yaml:609; backward from derivatives.yaml:138 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -204,7 +204,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:471; backward from derivatives.yaml:141 */
+ * from ops.yaml:620; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -212,7 +212,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:471; backward from derivatives.yaml:141 */
+ * from ops.yaml:620; backward from derivatives.yaml:141 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -234,7 +234,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:144 */
+ * from ops.yaml:634; backward from derivatives.yaml:144 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -254,7 +254,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:496 */
+ * from ops.yaml:645 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {
@@ -267,7 +267,7 @@ yt_contiguous(yt_tensor *self)
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:505 */
+ * from ops.yaml:654 */
 yt_tensor *
 yt_flatten(yt_tensor *self)
 {
@@ -275,7 +275,7 @@ yt_flatten(yt_tensor *self)
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:505 */
+ * from ops.yaml:654 */
 yt_tensor *
 yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
 {
@@ -296,7 +296,7 @@ yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
 }
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
- * from ops.yaml:522 */
+ * from ops.yaml:671 */
 yt_tensor *
 yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
 {
@@ -320,7 +320,7 @@ yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
 }
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:540 */
+ * from ops.yaml:689 */
 yt_tensor *
 yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -337,7 +337,7 @@ yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
- * from ops.yaml:552 */
+ * from ops.yaml:701 */
 yt_tensor *
 yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
 {
@@ -357,7 +357,7 @@ yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
 }
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
- * from ops.yaml:570 */
+ * from ops.yaml:719 */
 yt_tensor *
 yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
 {
@@ -379,7 +379,7 @@ yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:587; backward from derivatives.yaml:168 */
+ * from ops.yaml:736; backward from derivatives.yaml:182 */
 yt_tensor *
 yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -419,7 +419,7 @@ yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:601; backward from derivatives.yaml:171 */
+ * from ops.yaml:750; backward from derivatives.yaml:185 */
 yt_tensor *
 yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 {
@@ -427,7 +427,7 @@ yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:601; backward from derivatives.yaml:171 */
+ * from ops.yaml:750; backward from derivatives.yaml:185 */
 yt_tensor *
 yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t *dims,
            int dims_len)
@@ -476,7 +476,7 @@ yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:174 */
+ * from ops.yaml:775; backward from derivatives.yaml:188 */
 yt_tensor *
 yt_tril(yt_tensor *self)
 {
@@ -484,7 +484,7 @@ yt_tril(yt_tensor *self)
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:174 */
+ * from ops.yaml:775; backward from derivatives.yaml:188 */
 yt_tensor *
 yt_tril_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -516,7 +516,7 @@ yt_tril_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:642; backward from derivatives.yaml:177 */
+ * from ops.yaml:791; backward from derivatives.yaml:191 */
 yt_tensor *
 yt_triu(yt_tensor *self)
 {
@@ -524,7 +524,7 @@ yt_triu(yt_tensor *self)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:642; backward from derivatives.yaml:177 */
+ * from ops.yaml:791; backward from derivatives.yaml:191 */
 yt_tensor *
 yt_triu_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -556,7 +556,7 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:658 */
+ * from ops.yaml:807 */
 yt_tensor *
 yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 {
@@ -564,7 +564,7 @@ yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:658 */
+ * from ops.yaml:807 */
 yt_tensor *
 yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, const double *value)
 {

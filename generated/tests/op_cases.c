@@ -3399,77 +3399,619 @@ call_matmul_361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_362(yt_tensor *const *inputs, void *ctx)
+call_matmul_362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_363(yt_tensor *const *inputs, void *ctx)
+call_matmul_363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_364(yt_tensor *const *inputs, void *ctx)
+call_matmul_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_365(yt_tensor *const *inputs, void *ctx)
+call_matmul_365(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_366(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_367(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_369(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_372(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_374(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_376(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_378(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_bmm_379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_addmm_385(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_387(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_389(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_391(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_393(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addmm_394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_baddbmm_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
+                                         yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_baddbmm_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_dot_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_t_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_366(yt_tensor *const *inputs, void *ctx)
+call_t_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_367(yt_tensor *const *inputs, void *ctx)
+error_t_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_368(yt_tensor *const *inputs, void *ctx)
+call_transpose_436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_369(yt_tensor *const *inputs, void *ctx)
+call_transpose_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_370(yt_tensor *const *inputs, void *ctx)
+error_transpose_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_371(yt_tensor *const *inputs, void *ctx)
+error_transpose_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_372(yt_tensor *const *inputs, void *ctx)
+call_permute_440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -3477,7 +4019,7 @@ call_permute_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_373(yt_tensor *const *inputs, void *ctx)
+error_permute_441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3485,7 +4027,7 @@ error_permute_373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_374(yt_tensor *const *inputs, void *ctx)
+error_permute_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3493,7 +4035,7 @@ error_permute_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_375(yt_tensor *const *inputs, void *ctx)
+call_view_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -3501,7 +4043,7 @@ call_view_375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_376(yt_tensor *const *inputs, void *ctx)
+call_view_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -3509,7 +4051,7 @@ call_view_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_377(yt_tensor *const *inputs, void *ctx)
+call_reshape_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -3517,7 +4059,7 @@ call_reshape_377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_378(yt_tensor *const *inputs, void *ctx)
+call_reshape_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -3525,7 +4067,7 @@ call_reshape_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_379(yt_tensor *const *inputs, void *ctx)
+call_expand_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -3533,7 +4075,7 @@ call_expand_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_380(yt_tensor *const *inputs, void *ctx)
+call_expand_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -3541,168 +4083,168 @@ call_expand_380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_381(yt_tensor *const *inputs, void *ctx)
+call_squeeze_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_382(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_383(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_384(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_385(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_386(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_387(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_388(yt_tensor *const *inputs, void *ctx)
+call_slice_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_389(yt_tensor *const *inputs, void *ctx)
+call_slice_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_390(yt_tensor *const *inputs, void *ctx)
+error_slice_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_391(yt_tensor *const *inputs, void *ctx)
+error_slice_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_392(yt_tensor *const *inputs, void *ctx)
+call_select_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_393(yt_tensor *const *inputs, void *ctx)
+call_select_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_394(yt_tensor *const *inputs, void *ctx)
+error_select_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_395(yt_tensor *const *inputs, void *ctx)
+call_contiguous_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_flatten_396(yt_tensor *const *inputs, void *ctx)
+call_flatten_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 2);
 }
 
 static yt_tensor *
-call_flatten_397(yt_tensor *const *inputs, void *ctx)
+call_flatten_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_398(yt_tensor *const *inputs, void *ctx)
+call_flatten_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_399(yt_tensor *const *inputs, void *ctx)
+call_flatten_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_flatten_400(yt_tensor *const *inputs, void *ctx)
+call_flatten_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-error_flatten_401(yt_tensor *const *inputs, void *ctx)
+error_flatten_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 2, 1);
 }
 
 static yt_tensor *
-error_flatten_402(yt_tensor *const *inputs, void *ctx)
+error_flatten_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 7, 2);
 }
 
 static yt_tensor *
-error_flatten_403(yt_tensor *const *inputs, void *ctx)
+error_flatten_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 7);
 }
 
 static yt_tensor *
-call_unflatten_404(yt_tensor *const *inputs, void *ctx)
+call_unflatten_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -3710,7 +4252,7 @@ call_unflatten_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_405(yt_tensor *const *inputs, void *ctx)
+call_unflatten_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {-1, 2};
@@ -3718,7 +4260,7 @@ call_unflatten_405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_406(yt_tensor *const *inputs, void *ctx)
+call_unflatten_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3, 2};
@@ -3726,7 +4268,7 @@ call_unflatten_406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_407(yt_tensor *const *inputs, void *ctx)
+call_unflatten_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {0, 5};
@@ -3734,7 +4276,7 @@ call_unflatten_407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_408(yt_tensor *const *inputs, void *ctx)
+error_unflatten_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {1};
@@ -3742,14 +4284,14 @@ error_unflatten_408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_409(yt_tensor *const *inputs, void *ctx)
+error_unflatten_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unflatten(inputs[0], 0, NULL, 0);
 }
 
 static yt_tensor *
-error_unflatten_410(yt_tensor *const *inputs, void *ctx)
+error_unflatten_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -3757,7 +4299,7 @@ error_unflatten_410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_411(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -3765,7 +4307,7 @@ call_broadcast_to_411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_412(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -3773,7 +4315,7 @@ call_broadcast_to_412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_413(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 5};
@@ -3781,7 +4323,7 @@ call_broadcast_to_413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_414(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 0};
@@ -3789,56 +4331,56 @@ call_broadcast_to_414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_narrow_415(yt_tensor *const *inputs, void *ctx)
+call_narrow_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 1, 3);
 }
 
 static yt_tensor *
-call_narrow_416(yt_tensor *const *inputs, void *ctx)
+call_narrow_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, -3, 2);
 }
 
 static yt_tensor *
-call_narrow_417(yt_tensor *const *inputs, void *ctx)
+call_narrow_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 2, 0);
 }
 
 static yt_tensor *
-call_narrow_418(yt_tensor *const *inputs, void *ctx)
+call_narrow_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, 3, 0);
 }
 
 static yt_tensor *
-error_narrow_419(yt_tensor *const *inputs, void *ctx)
+error_narrow_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, 1);
 }
 
 static yt_tensor *
-error_narrow_420(yt_tensor *const *inputs, void *ctx)
+error_narrow_488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, -1);
 }
 
 static yt_tensor *
-error_narrow_421(yt_tensor *const *inputs, void *ctx)
+error_narrow_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 7, 1, 3);
 }
 
 static yt_tensor *
-call_repeat_422(yt_tensor *const *inputs, void *ctx)
+call_repeat_490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -3846,7 +4388,7 @@ call_repeat_422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_423(yt_tensor *const *inputs, void *ctx)
+call_repeat_491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 1, 2};
@@ -3854,7 +4396,7 @@ call_repeat_423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_424(yt_tensor *const *inputs, void *ctx)
+call_repeat_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {1, 3};
@@ -3862,7 +4404,7 @@ call_repeat_424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_425(yt_tensor *const *inputs, void *ctx)
+call_repeat_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -3870,7 +4412,7 @@ call_repeat_425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_426(yt_tensor *const *inputs, void *ctx)
+call_repeat_494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {3};
@@ -3878,7 +4420,7 @@ call_repeat_426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_427(yt_tensor *const *inputs, void *ctx)
+call_repeat_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {0};
@@ -3886,7 +4428,7 @@ call_repeat_427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_repeat_428(yt_tensor *const *inputs, void *ctx)
+error_repeat_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2};
@@ -3894,7 +4436,7 @@ error_repeat_428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_429(yt_tensor *const *inputs, void *ctx)
+call_flip_497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3902,7 +4444,7 @@ call_flip_429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_430(yt_tensor *const *inputs, void *ctx)
+call_flip_498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0, -1};
@@ -3910,7 +4452,7 @@ call_flip_430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_431(yt_tensor *const *inputs, void *ctx)
+call_flip_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -3918,7 +4460,7 @@ call_flip_431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_432(yt_tensor *const *inputs, void *ctx)
+call_flip_500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -3926,14 +4468,14 @@ call_flip_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_433(yt_tensor *const *inputs, void *ctx)
+call_flip_501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flip(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_flip_434(yt_tensor *const *inputs, void *ctx)
+error_flip_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3941,7 +4483,7 @@ error_flip_434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_435(yt_tensor *const *inputs, void *ctx)
+call_roll_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -3950,7 +4492,7 @@ call_roll_435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_436(yt_tensor *const *inputs, void *ctx)
+call_roll_504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {-5};
@@ -3958,7 +4500,7 @@ call_roll_436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_437(yt_tensor *const *inputs, void *ctx)
+call_roll_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1, 2};
@@ -3967,7 +4509,7 @@ call_roll_437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_438(yt_tensor *const *inputs, void *ctx)
+call_roll_506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {2};
@@ -3976,7 +4518,7 @@ call_roll_438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_439(yt_tensor *const *inputs, void *ctx)
+call_roll_507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -3985,14 +4527,14 @@ call_roll_439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_roll_440(yt_tensor *const *inputs, void *ctx)
+error_roll_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
 }
 
 static yt_tensor *
-error_roll_441(yt_tensor *const *inputs, void *ctx)
+error_roll_509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -4001,91 +4543,91 @@ error_roll_441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tril_442(yt_tensor *const *inputs, void *ctx)
+call_tril_510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_443(yt_tensor *const *inputs, void *ctx)
+call_tril_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_tril_444(yt_tensor *const *inputs, void *ctx)
+call_tril_512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_tril_445(yt_tensor *const *inputs, void *ctx)
+call_tril_513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_446(yt_tensor *const *inputs, void *ctx)
+call_tril_514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -7);
 }
 
 static yt_tensor *
-error_tril_447(yt_tensor *const *inputs, void *ctx)
+error_tril_515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_448(yt_tensor *const *inputs, void *ctx)
+call_triu_516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_449(yt_tensor *const *inputs, void *ctx)
+call_triu_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_triu_450(yt_tensor *const *inputs, void *ctx)
+call_triu_518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_triu_451(yt_tensor *const *inputs, void *ctx)
+call_triu_519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_452(yt_tensor *const *inputs, void *ctx)
+call_triu_520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 9);
 }
 
 static yt_tensor *
-error_triu_453(yt_tensor *const *inputs, void *ctx)
+error_triu_521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_pad_454(yt_tensor *const *inputs, void *ctx)
+call_pad_522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -4093,7 +4635,7 @@ call_pad_454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_455(yt_tensor *const *inputs, void *ctx)
+call_pad_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 0, -1, 2};
@@ -4102,7 +4644,7 @@ call_pad_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_456(yt_tensor *const *inputs, void *ctx)
+call_pad_524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1, 1, 1};
@@ -4110,7 +4652,7 @@ call_pad_456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_457(yt_tensor *const *inputs, void *ctx)
+call_pad_525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 1};
@@ -4118,7 +4660,7 @@ call_pad_457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_458(yt_tensor *const *inputs, void *ctx)
+call_pad_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1};
@@ -4126,7 +4668,7 @@ call_pad_458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_459(yt_tensor *const *inputs, void *ctx)
+call_pad_527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2, 3, 1};
@@ -4134,7 +4676,7 @@ call_pad_459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_460(yt_tensor *const *inputs, void *ctx)
+call_pad_528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 3};
@@ -4142,7 +4684,7 @@ call_pad_460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_461(yt_tensor *const *inputs, void *ctx)
+call_pad_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -4150,7 +4692,7 @@ call_pad_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_462(yt_tensor *const *inputs, void *ctx)
+error_pad_530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -4158,14 +4700,14 @@ error_pad_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_463(yt_tensor *const *inputs, void *ctx)
+call_index_select_531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_464(yt_tensor *const *inputs, void *ctx)
+out_index_select_532(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4176,14 +4718,14 @@ out_index_select_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_465(yt_tensor *const *inputs, void *ctx)
+call_index_select_533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_466(yt_tensor *const *inputs, void *ctx)
+out_index_select_534(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -4194,14 +4736,14 @@ out_index_select_466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_467(yt_tensor *const *inputs, void *ctx)
+call_index_select_535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_468(yt_tensor *const *inputs, void *ctx)
+out_index_select_536(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -4212,14 +4754,14 @@ out_index_select_468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_469(yt_tensor *const *inputs, void *ctx)
+call_index_select_537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_470(yt_tensor *const *inputs, void *ctx)
+out_index_select_538(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4230,14 +4772,14 @@ out_index_select_470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_471(yt_tensor *const *inputs, void *ctx)
+call_index_select_539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_472(yt_tensor *const *inputs, void *ctx)
+out_index_select_540(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4248,14 +4790,14 @@ out_index_select_472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_473(yt_tensor *const *inputs, void *ctx)
+call_index_select_541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_474(yt_tensor *const *inputs, void *ctx)
+out_index_select_542(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4266,28 +4808,28 @@ out_index_select_474(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_475(yt_tensor *const *inputs, void *ctx)
+error_index_select_543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_476(yt_tensor *const *inputs, void *ctx)
+error_index_select_544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_477(yt_tensor *const *inputs, void *ctx)
+call_index_add_545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_478(yt_tensor *const *inputs, void *ctx)
+out_index_add_546(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4299,14 +4841,14 @@ out_index_add_478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_479(yt_tensor *const *inputs, void *ctx)
+call_index_add_547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_480(yt_tensor *const *inputs, void *ctx)
+out_index_add_548(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4318,14 +4860,14 @@ out_index_add_480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_481(yt_tensor *const *inputs, void *ctx)
+call_index_add_549(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_482(yt_tensor *const *inputs, void *ctx)
+out_index_add_550(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4337,14 +4879,14 @@ out_index_add_482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_483(yt_tensor *const *inputs, void *ctx)
+call_index_add_551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_484(yt_tensor *const *inputs, void *ctx)
+out_index_add_552(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4356,14 +4898,14 @@ out_index_add_484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_485(yt_tensor *const *inputs, void *ctx)
+call_index_add_553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_486(yt_tensor *const *inputs, void *ctx)
+out_index_add_554(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4375,28 +4917,28 @@ out_index_add_486(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_487(yt_tensor *const *inputs, void *ctx)
+error_index_add_555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_488(yt_tensor *const *inputs, void *ctx)
+error_index_add_556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_489(yt_tensor *const *inputs, void *ctx)
+call_index_copy_557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_490(yt_tensor *const *inputs, void *ctx)
+out_index_copy_558(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4407,14 +4949,14 @@ out_index_copy_490(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_491(yt_tensor *const *inputs, void *ctx)
+call_index_copy_559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_492(yt_tensor *const *inputs, void *ctx)
+out_index_copy_560(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4425,14 +4967,14 @@ out_index_copy_492(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_493(yt_tensor *const *inputs, void *ctx)
+call_index_copy_561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_494(yt_tensor *const *inputs, void *ctx)
+out_index_copy_562(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4443,28 +4985,28 @@ out_index_copy_494(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_495(yt_tensor *const *inputs, void *ctx)
+error_index_copy_563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_496(yt_tensor *const *inputs, void *ctx)
+error_index_copy_564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_497(yt_tensor *const *inputs, void *ctx)
+call_gather_565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_498(yt_tensor *const *inputs, void *ctx)
+out_gather_566(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -4475,14 +5017,14 @@ out_gather_498(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_499(yt_tensor *const *inputs, void *ctx)
+call_gather_567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_500(yt_tensor *const *inputs, void *ctx)
+out_gather_568(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -4493,14 +5035,14 @@ out_gather_500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_501(yt_tensor *const *inputs, void *ctx)
+call_gather_569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_502(yt_tensor *const *inputs, void *ctx)
+out_gather_570(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -4511,14 +5053,14 @@ out_gather_502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_503(yt_tensor *const *inputs, void *ctx)
+call_gather_571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_504(yt_tensor *const *inputs, void *ctx)
+out_gather_572(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -4529,14 +5071,14 @@ out_gather_504(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_505(yt_tensor *const *inputs, void *ctx)
+call_gather_573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_506(yt_tensor *const *inputs, void *ctx)
+out_gather_574(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -4547,28 +5089,28 @@ out_gather_506(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_507(yt_tensor *const *inputs, void *ctx)
+error_gather_575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_508(yt_tensor *const *inputs, void *ctx)
+error_gather_576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_509(yt_tensor *const *inputs, void *ctx)
+call_scatter_577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_510(yt_tensor *const *inputs, void *ctx)
+out_scatter_578(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4579,14 +5121,14 @@ out_scatter_510(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_511(yt_tensor *const *inputs, void *ctx)
+call_scatter_579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_512(yt_tensor *const *inputs, void *ctx)
+out_scatter_580(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4597,14 +5139,14 @@ out_scatter_512(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_513(yt_tensor *const *inputs, void *ctx)
+call_scatter_581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_514(yt_tensor *const *inputs, void *ctx)
+out_scatter_582(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4615,14 +5157,14 @@ out_scatter_514(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_515(yt_tensor *const *inputs, void *ctx)
+call_scatter_583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_516(yt_tensor *const *inputs, void *ctx)
+out_scatter_584(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4633,28 +5175,28 @@ out_scatter_516(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_517(yt_tensor *const *inputs, void *ctx)
+error_scatter_585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_518(yt_tensor *const *inputs, void *ctx)
+error_scatter_586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_519(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_520(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_588(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -4665,14 +5207,14 @@ out_scatter_value_520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_521(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_522(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_590(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -4683,14 +5225,14 @@ out_scatter_value_522(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_523(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_524(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_592(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -4701,28 +5243,28 @@ out_scatter_value_524(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_525(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_526(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_527(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_528(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_596(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4733,14 +5275,14 @@ out_scatter_add_528(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_529(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_530(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_598(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4751,14 +5293,14 @@ out_scatter_add_530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_531(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_532(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_600(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -4769,14 +5311,14 @@ out_scatter_add_532(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_533(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_534(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_602(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4787,14 +5329,14 @@ out_scatter_add_534(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_535(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_536(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_604(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4805,238 +5347,238 @@ out_scatter_add_536(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_537(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_538(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_539(yt_tensor *const *inputs, void *ctx)
+call_embedding_607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_540(yt_tensor *const *inputs, void *ctx)
+call_embedding_608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_541(yt_tensor *const *inputs, void *ctx)
+call_embedding_609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_542(yt_tensor *const *inputs, void *ctx)
+call_embedding_610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_543(yt_tensor *const *inputs, void *ctx)
+error_embedding_611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_544(yt_tensor *const *inputs, void *ctx)
+error_embedding_612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_545(yt_tensor *const *inputs, void *ctx)
+error_embedding_613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_546(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_547(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_548(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_549(yt_tensor *const *inputs, void *ctx)
+call_one_hot_617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_550(yt_tensor *const *inputs, void *ctx)
+call_one_hot_618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_551(yt_tensor *const *inputs, void *ctx)
+call_one_hot_619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_552(yt_tensor *const *inputs, void *ctx)
+call_one_hot_620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_553(yt_tensor *const *inputs, void *ctx)
+error_one_hot_621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_nonzero_554(yt_tensor *const *inputs, void *ctx)
+call_nonzero_622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_555(yt_tensor *const *inputs, void *ctx)
+call_nonzero_623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_556(yt_tensor *const *inputs, void *ctx)
+call_nonzero_624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_557(yt_tensor *const *inputs, void *ctx)
+call_nonzero_625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_558(yt_tensor *const *inputs, void *ctx)
+call_masked_select_626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_559(yt_tensor *const *inputs, void *ctx)
+call_masked_select_627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_560(yt_tensor *const *inputs, void *ctx)
+call_masked_select_628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_561(yt_tensor *const *inputs, void *ctx)
+call_masked_select_629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_562(yt_tensor *const *inputs, void *ctx)
+call_masked_select_630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_563(yt_tensor *const *inputs, void *ctx)
+error_masked_select_631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_564(yt_tensor *const *inputs, void *ctx)
+error_masked_select_632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_565(yt_tensor *const *inputs, void *ctx)
+call_argsort_633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_566(yt_tensor *const *inputs, void *ctx)
+call_argsort_634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-call_argsort_567(yt_tensor *const *inputs, void *ctx)
+call_argsort_635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argsort_568(yt_tensor *const *inputs, void *ctx)
+call_argsort_636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_569(yt_tensor *const *inputs, void *ctx)
+call_argsort_637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_zeros_570(yt_tensor *const *inputs, void *ctx)
+call_zeros_638(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5045,7 +5587,7 @@ call_zeros_570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_571(yt_tensor *const *inputs, void *ctx)
+call_ones_639(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5054,7 +5596,7 @@ call_ones_571(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_572(yt_tensor *const *inputs, void *ctx)
+call_full_640(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5063,7 +5605,7 @@ call_full_572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_573(yt_tensor *const *inputs, void *ctx)
+call_arange_641(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5071,7 +5613,7 @@ call_arange_573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_574(yt_tensor *const *inputs, void *ctx)
+call_rand_642(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5080,7 +5622,7 @@ call_rand_574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_575(yt_tensor *const *inputs, void *ctx)
+error_rand_643(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5089,7 +5631,7 @@ error_rand_575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_576(yt_tensor *const *inputs, void *ctx)
+call_randn_644(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5098,7 +5640,7 @@ call_randn_576(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_577(yt_tensor *const *inputs, void *ctx)
+error_randn_645(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5107,7 +5649,7 @@ error_randn_577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_578(yt_tensor *const *inputs, void *ctx)
+call_sum_to_646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -5115,11 +5657,19 @@ call_sum_to_578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_579(yt_tensor *const *inputs, void *ctx)
+call_sum_to_647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
     return yt_sum_to(inputs[0], size, 1);
+}
+
+static yt_tensor *
+error_sum_to_648(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {1, 4};
+    return yt_sum_to(inputs[0], size, 2);
 }
 
 const yt_op_case yt_op_cases[] = {
@@ -6750,11 +7300,359 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_362,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_363,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_364,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_365,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_366,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_367,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_371,
+        .call_inplace = NULL,
+        .call_out = out_bmm_372,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "mat2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_bmm_373,
+        .call_inplace = NULL,
+        .call_out = out_bmm_374,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_375,
+        .call_inplace = NULL,
+        .call_out = out_bmm_376,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_377,
+        .call_inplace = NULL,
+        .call_out = out_bmm_378,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_384,
+        .call_inplace = NULL,
+        .call_out = out_addmm_385,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_addmm_386,
+        .call_inplace = NULL,
+        .call_out = out_addmm_387,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_388,
+        .call_inplace = NULL,
+        .call_out = out_addmm_389,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_390,
+        .call_inplace = NULL,
+        .call_out = out_addmm_391,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_392,
+        .call_inplace = NULL,
+        .call_out = out_addmm_393,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_401,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_402,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_403,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_404,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_baddbmm_405,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_406,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_407,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_408,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_409,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_410,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_420,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_421,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:382 sample 0",
+        .where = "ops.yaml:531 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_365,
+        .call = call_t_433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6762,10 +7660,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:382 sample 1",
+        .where = "ops.yaml:531 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_366,
+        .call = call_t_434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6773,10 +7671,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 0",
+        .where = "ops.yaml:542 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_368,
+        .call = call_transpose_436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6784,10 +7682,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 1",
+        .where = "ops.yaml:542 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_369,
+        .call = call_transpose_437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6795,10 +7693,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:407 sample 0",
+        .where = "ops.yaml:556 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_372,
+        .call = call_permute_440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6806,10 +7704,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 0",
+        .where = "ops.yaml:565 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_375,
+        .call = call_view_443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6817,10 +7715,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 1",
+        .where = "ops.yaml:565 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_376,
+        .call = call_view_444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6828,10 +7726,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 0",
+        .where = "ops.yaml:575 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_377,
+        .call = call_reshape_445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6839,11 +7737,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 1",
+        .where = "ops.yaml:575 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_378,
+        .call = call_reshape_446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6851,10 +7749,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 0",
+        .where = "ops.yaml:585 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_379,
+        .call = call_expand_447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6862,10 +7760,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 1",
+        .where = "ops.yaml:585 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_380,
+        .call = call_expand_448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6873,10 +7771,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:446 sample 0",
+        .where = "ops.yaml:595 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_381,
+        .call = call_squeeze_449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6884,10 +7782,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 0",
+        .where = "ops.yaml:605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_382,
+        .call = call_squeeze_dim_450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6895,10 +7793,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 1",
+        .where = "ops.yaml:605 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_383,
+        .call = call_squeeze_dim_451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6906,10 +7804,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 0",
+        .where = "ops.yaml:616 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_385,
+        .call = call_unsqueeze_453,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6917,10 +7815,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 1",
+        .where = "ops.yaml:616 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_386,
+        .call = call_unsqueeze_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6928,10 +7826,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 0",
+        .where = "ops.yaml:630 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_388,
+        .call = call_slice_456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6939,10 +7837,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 1",
+        .where = "ops.yaml:630 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_389,
+        .call = call_slice_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6950,10 +7848,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 0",
+        .where = "ops.yaml:641 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_392,
+        .call = call_select_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6961,10 +7859,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 1",
+        .where = "ops.yaml:641 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_393,
+        .call = call_select_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6972,11 +7870,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:502 sample 0",
+        .where = "ops.yaml:651 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_395,
+        .call = call_contiguous_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6984,10 +7882,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:515 sample 0",
+        .where = "ops.yaml:664 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_396,
+        .call = call_flatten_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6995,10 +7893,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:515 sample 1",
+        .where = "ops.yaml:664 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_397,
+        .call = call_flatten_465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7006,11 +7904,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:515 sample 2",
+        .where = "ops.yaml:664 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flatten_398,
+        .call = call_flatten_466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7018,10 +7916,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:515 sample 3",
+        .where = "ops.yaml:664 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_399,
+        .call = call_flatten_467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7029,10 +7927,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:515 sample 4",
+        .where = "ops.yaml:664 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_400,
+        .call = call_flatten_468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7040,10 +7938,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:534 sample 0",
+        .where = "ops.yaml:683 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_404,
+        .call = call_unflatten_472,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7051,10 +7949,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:534 sample 1",
+        .where = "ops.yaml:683 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_405,
+        .call = call_unflatten_473,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7062,11 +7960,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:534 sample 2",
+        .where = "ops.yaml:683 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unflatten_406,
+        .call = call_unflatten_474,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7074,10 +7972,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:534 sample 3",
+        .where = "ops.yaml:683 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_407,
+        .call = call_unflatten_475,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7085,10 +7983,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:546 sample 0",
+        .where = "ops.yaml:695 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_411,
+        .call = call_broadcast_to_479,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7096,10 +7994,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:546 sample 1",
+        .where = "ops.yaml:695 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_412,
+        .call = call_broadcast_to_480,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7107,11 +8005,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:546 sample 2",
+        .where = "ops.yaml:695 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_broadcast_to_413,
+        .call = call_broadcast_to_481,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7119,10 +8017,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:546 sample 3",
+        .where = "ops.yaml:695 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_414,
+        .call = call_broadcast_to_482,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7130,10 +8028,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:564 sample 0",
+        .where = "ops.yaml:713 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_415,
+        .call = call_narrow_483,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7141,10 +8039,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:564 sample 1",
+        .where = "ops.yaml:713 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_416,
+        .call = call_narrow_484,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7152,11 +8050,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:564 sample 2",
+        .where = "ops.yaml:713 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_narrow_417,
+        .call = call_narrow_485,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7164,10 +8062,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:564 sample 3",
+        .where = "ops.yaml:713 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_418,
+        .call = call_narrow_486,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7175,10 +8073,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:579 sample 0",
+        .where = "ops.yaml:728 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_422,
+        .call = call_repeat_490,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7186,10 +8084,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:579 sample 1",
+        .where = "ops.yaml:728 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_423,
+        .call = call_repeat_491,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7197,11 +8095,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:579 sample 2",
+        .where = "ops.yaml:728 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_repeat_424,
+        .call = call_repeat_492,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7209,10 +8107,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:579 sample 3",
+        .where = "ops.yaml:728 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_425,
+        .call = call_repeat_493,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7220,10 +8118,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:579 sample 4",
+        .where = "ops.yaml:728 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_426,
+        .call = call_repeat_494,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7231,10 +8129,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:579 sample 5",
+        .where = "ops.yaml:728 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_427,
+        .call = call_repeat_495,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7242,10 +8140,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:594 sample 0",
+        .where = "ops.yaml:743 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_429,
+        .call = call_flip_497,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7253,10 +8151,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:594 sample 1",
+        .where = "ops.yaml:743 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_430,
+        .call = call_flip_498,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7264,11 +8162,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:594 sample 2",
+        .where = "ops.yaml:743 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flip_431,
+        .call = call_flip_499,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7276,10 +8174,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:594 sample 3",
+        .where = "ops.yaml:743 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_432,
+        .call = call_flip_500,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7287,10 +8185,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:594 sample 4",
+        .where = "ops.yaml:743 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_433,
+        .call = call_flip_501,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7298,10 +8196,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:611 sample 0",
+        .where = "ops.yaml:760 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_435,
+        .call = call_roll_503,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7309,10 +8207,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:611 sample 1",
+        .where = "ops.yaml:760 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_436,
+        .call = call_roll_504,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7320,10 +8218,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:611 sample 2",
+        .where = "ops.yaml:760 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_437,
+        .call = call_roll_505,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7331,11 +8229,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:611 sample 3",
+        .where = "ops.yaml:760 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_roll_438,
+        .call = call_roll_506,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7343,10 +8241,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:611 sample 4",
+        .where = "ops.yaml:760 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_439,
+        .call = call_roll_507,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7354,10 +8252,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:635 sample 0",
+        .where = "ops.yaml:784 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_442,
+        .call = call_tril_510,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7365,10 +8263,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:635 sample 1",
+        .where = "ops.yaml:784 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_443,
+        .call = call_tril_511,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7376,11 +8274,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:635 sample 2",
+        .where = "ops.yaml:784 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tril_444,
+        .call = call_tril_512,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7388,10 +8286,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:635 sample 3",
+        .where = "ops.yaml:784 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_445,
+        .call = call_tril_513,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7399,10 +8297,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:635 sample 4",
+        .where = "ops.yaml:784 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_446,
+        .call = call_tril_514,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7410,10 +8308,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:651 sample 0",
+        .where = "ops.yaml:800 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_448,
+        .call = call_triu_516,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7421,10 +8319,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:651 sample 1",
+        .where = "ops.yaml:800 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_449,
+        .call = call_triu_517,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7432,11 +8330,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:651 sample 2",
+        .where = "ops.yaml:800 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_triu_450,
+        .call = call_triu_518,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7444,10 +8342,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:651 sample 3",
+        .where = "ops.yaml:800 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_451,
+        .call = call_triu_519,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7455,10 +8353,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:651 sample 4",
+        .where = "ops.yaml:800 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_452,
+        .call = call_triu_520,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7466,10 +8364,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 0",
+        .where = "ops.yaml:814 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_454,
+        .call = call_pad_522,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7477,10 +8375,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 1",
+        .where = "ops.yaml:814 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_455,
+        .call = call_pad_523,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7488,11 +8386,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 2",
+        .where = "ops.yaml:814 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_pad_456,
+        .call = call_pad_524,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7500,10 +8398,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 3",
+        .where = "ops.yaml:814 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_457,
+        .call = call_pad_525,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7511,10 +8409,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 4",
+        .where = "ops.yaml:814 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_458,
+        .call = call_pad_526,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7522,10 +8420,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 5",
+        .where = "ops.yaml:814 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_459,
+        .call = call_pad_527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7533,10 +8431,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 6",
+        .where = "ops.yaml:814 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_460,
+        .call = call_pad_528,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7544,14 +8442,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:665 sample 7",
+        .where = "ops.yaml:814 sample 7",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 3,
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_pad_461,
+        .call = call_pad_529,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7559,410 +8457,410 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:688 sample 0",
+        .where = "ops.yaml:837 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_463,
+        .call = call_index_select_531,
         .call_inplace = NULL,
-        .call_out = out_index_select_464,
+        .call_out = out_index_select_532,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:688 sample 1",
+        .where = "ops.yaml:837 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_465,
+        .call = call_index_select_533,
         .call_inplace = NULL,
-        .call_out = out_index_select_466,
+        .call_out = out_index_select_534,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:688 sample 2",
+        .where = "ops.yaml:837 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_467,
+        .call = call_index_select_535,
         .call_inplace = NULL,
-        .call_out = out_index_select_468,
+        .call_out = out_index_select_536,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:688 sample 3",
+        .where = "ops.yaml:837 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_469,
+        .call = call_index_select_537,
         .call_inplace = NULL,
-        .call_out = out_index_select_470,
+        .call_out = out_index_select_538,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:688 sample 4",
+        .where = "ops.yaml:837 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_471,
+        .call = call_index_select_539,
         .call_inplace = NULL,
-        .call_out = out_index_select_472,
+        .call_out = out_index_select_540,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:688 sample 5",
+        .where = "ops.yaml:837 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_473,
+        .call = call_index_select_541,
         .call_inplace = NULL,
-        .call_out = out_index_select_474,
+        .call_out = out_index_select_542,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:712 sample 0",
+        .where = "ops.yaml:861 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_477,
+        .call = call_index_add_545,
         .call_inplace = NULL,
-        .call_out = out_index_add_478,
+        .call_out = out_index_add_546,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:712 sample 1",
+        .where = "ops.yaml:861 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_479,
+        .call = call_index_add_547,
         .call_inplace = NULL,
-        .call_out = out_index_add_480,
+        .call_out = out_index_add_548,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:712 sample 2",
+        .where = "ops.yaml:861 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_481,
+        .call = call_index_add_549,
         .call_inplace = NULL,
-        .call_out = out_index_add_482,
+        .call_out = out_index_add_550,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:712 sample 3",
+        .where = "ops.yaml:861 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_483,
+        .call = call_index_add_551,
         .call_inplace = NULL,
-        .call_out = out_index_add_484,
+        .call_out = out_index_add_552,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:712 sample 4",
+        .where = "ops.yaml:861 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_485,
+        .call = call_index_add_553,
         .call_inplace = NULL,
-        .call_out = out_index_add_486,
+        .call_out = out_index_add_554,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:727 sample 0",
+        .where = "ops.yaml:876 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_489,
+        .call = call_index_copy_557,
         .call_inplace = NULL,
-        .call_out = out_index_copy_490,
+        .call_out = out_index_copy_558,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:727 sample 1",
+        .where = "ops.yaml:876 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_491,
+        .call = call_index_copy_559,
         .call_inplace = NULL,
-        .call_out = out_index_copy_492,
+        .call_out = out_index_copy_560,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:727 sample 2",
+        .where = "ops.yaml:876 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_493,
+        .call = call_index_copy_561,
         .call_inplace = NULL,
-        .call_out = out_index_copy_494,
+        .call_out = out_index_copy_562,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:740 sample 0",
+        .where = "ops.yaml:889 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_497,
+        .call = call_gather_565,
         .call_inplace = NULL,
-        .call_out = out_gather_498,
+        .call_out = out_gather_566,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:740 sample 1",
+        .where = "ops.yaml:889 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_499,
+        .call = call_gather_567,
         .call_inplace = NULL,
-        .call_out = out_gather_500,
+        .call_out = out_gather_568,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:740 sample 2",
+        .where = "ops.yaml:889 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_501,
+        .call = call_gather_569,
         .call_inplace = NULL,
-        .call_out = out_gather_502,
+        .call_out = out_gather_570,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:740 sample 3",
+        .where = "ops.yaml:889 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_503,
+        .call = call_gather_571,
         .call_inplace = NULL,
-        .call_out = out_gather_504,
+        .call_out = out_gather_572,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:740 sample 4",
+        .where = "ops.yaml:889 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_505,
+        .call = call_gather_573,
         .call_inplace = NULL,
-        .call_out = out_gather_506,
+        .call_out = out_gather_574,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:763 sample 0",
+        .where = "ops.yaml:912 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_509,
+        .call = call_scatter_577,
         .call_inplace = NULL,
-        .call_out = out_scatter_510,
+        .call_out = out_scatter_578,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:763 sample 1",
+        .where = "ops.yaml:912 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_511,
+        .call = call_scatter_579,
         .call_inplace = NULL,
-        .call_out = out_scatter_512,
+        .call_out = out_scatter_580,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:763 sample 2",
+        .where = "ops.yaml:912 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_513,
+        .call = call_scatter_581,
         .call_inplace = NULL,
-        .call_out = out_scatter_514,
+        .call_out = out_scatter_582,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:763 sample 3",
+        .where = "ops.yaml:912 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_515,
+        .call = call_scatter_583,
         .call_inplace = NULL,
-        .call_out = out_scatter_516,
+        .call_out = out_scatter_584,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:784 sample 0",
+        .where = "ops.yaml:933 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_519,
+        .call = call_scatter_value_587,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_520,
+        .call_out = out_scatter_value_588,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:784 sample 1",
+        .where = "ops.yaml:933 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_521,
+        .call = call_scatter_value_589,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_522,
+        .call_out = out_scatter_value_590,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:784 sample 2",
+        .where = "ops.yaml:933 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_523,
+        .call = call_scatter_value_591,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_524,
+        .call_out = out_scatter_value_592,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:797 sample 0",
+        .where = "ops.yaml:946 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_527,
+        .call = call_scatter_add_595,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_528,
+        .call_out = out_scatter_add_596,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:797 sample 1",
+        .where = "ops.yaml:946 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_529,
+        .call = call_scatter_add_597,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_530,
+        .call_out = out_scatter_add_598,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:797 sample 2",
+        .where = "ops.yaml:946 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_531,
+        .call = call_scatter_add_599,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_532,
+        .call_out = out_scatter_add_600,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:797 sample 3",
+        .where = "ops.yaml:946 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_533,
+        .call = call_scatter_add_601,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_534,
+        .call_out = out_scatter_add_602,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:797 sample 4",
+        .where = "ops.yaml:946 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_535,
+        .call = call_scatter_add_603,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_536,
+        .call_out = out_scatter_add_604,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:816 sample 0",
+        .where = "ops.yaml:965 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_539,
+        .call = call_embedding_607,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7970,7 +8868,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:816 sample 1",
+        .where = "ops.yaml:965 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -7980,7 +8878,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_540,
+        .call = call_embedding_608,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -7988,11 +8886,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:816 sample 2",
+        .where = "ops.yaml:965 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_541,
+        .call = call_embedding_609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8000,11 +8898,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:816 sample 3",
+        .where = "ops.yaml:965 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_542,
+        .call = call_embedding_610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8012,12 +8910,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:830 sample 0",
+        .where = "ops.yaml:979 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_546,
+        .call = call_embedding_dense_backward_614,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8025,11 +8923,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:830 sample 1",
+        .where = "ops.yaml:979 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_547,
+        .call = call_embedding_dense_backward_615,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8037,10 +8935,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:857 sample 0",
+        .where = "ops.yaml:1006 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_549,
+        .call = call_one_hot_617,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8048,10 +8946,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:857 sample 1",
+        .where = "ops.yaml:1006 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_550,
+        .call = call_one_hot_618,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8059,10 +8957,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:857 sample 2",
+        .where = "ops.yaml:1006 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_551,
+        .call = call_one_hot_619,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8070,10 +8968,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:857 sample 3",
+        .where = "ops.yaml:1006 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_552,
+        .call = call_one_hot_620,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8081,10 +8979,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:869 sample 0",
+        .where = "ops.yaml:1018 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_554,
+        .call = call_nonzero_622,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8092,11 +8990,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:869 sample 1",
+        .where = "ops.yaml:1018 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_555,
+        .call = call_nonzero_623,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8104,10 +9002,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:869 sample 2",
+        .where = "ops.yaml:1018 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_556,
+        .call = call_nonzero_624,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8115,10 +9013,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:869 sample 3",
+        .where = "ops.yaml:1018 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_557,
+        .call = call_nonzero_625,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8126,11 +9024,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:882 sample 0",
+        .where = "ops.yaml:1031 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_558,
+        .call = call_masked_select_626,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8138,11 +9036,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:882 sample 1",
+        .where = "ops.yaml:1031 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_559,
+        .call = call_masked_select_627,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8150,12 +9048,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:882 sample 2",
+        .where = "ops.yaml:1031 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_560,
+        .call = call_masked_select_628,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8163,11 +9061,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:882 sample 3",
+        .where = "ops.yaml:1031 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_561,
+        .call = call_masked_select_629,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8175,11 +9073,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:882 sample 4",
+        .where = "ops.yaml:1031 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_562,
+        .call = call_masked_select_630,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8187,10 +9085,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:897 sample 0",
+        .where = "ops.yaml:1046 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_565,
+        .call = call_argsort_633,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8198,10 +9096,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:897 sample 1",
+        .where = "ops.yaml:1046 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_566,
+        .call = call_argsort_634,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8209,11 +9107,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:897 sample 2",
+        .where = "ops.yaml:1046 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_567,
+        .call = call_argsort_635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8221,10 +9119,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:897 sample 3",
+        .where = "ops.yaml:1046 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_568,
+        .call = call_argsort_636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8232,10 +9130,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:897 sample 4",
+        .where = "ops.yaml:1046 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_569,
+        .call = call_argsort_637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8243,9 +9141,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:918 sample 0",
+        .where = "ops.yaml:1067 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_570,
+        .call = call_zeros_638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8253,9 +9151,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:926 sample 0",
+        .where = "ops.yaml:1075 sample 0",
         .n_inputs = 0,
-        .call = call_ones_571,
+        .call = call_ones_639,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8263,9 +9161,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:934 sample 0",
+        .where = "ops.yaml:1083 sample 0",
         .n_inputs = 0,
-        .call = call_full_572,
+        .call = call_full_640,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8273,9 +9171,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:949 sample 0",
+        .where = "ops.yaml:1098 sample 0",
         .n_inputs = 0,
-        .call = call_arange_573,
+        .call = call_arange_641,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8283,9 +9181,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:957 sample 0",
+        .where = "ops.yaml:1106 sample 0",
         .n_inputs = 0,
-        .call = call_rand_574,
+        .call = call_rand_642,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8293,9 +9191,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:968 sample 0",
+        .where = "ops.yaml:1117 sample 0",
         .n_inputs = 0,
-        .call = call_randn_576,
+        .call = call_randn_644,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8303,10 +9201,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:987 sample 0",
+        .where = "ops.yaml:1136 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_578,
+        .call = call_sum_to_646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8314,10 +9212,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:987 sample 1",
+        .where = "ops.yaml:1136 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_579,
+        .call = call_sum_to_647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8585,7 +9483,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_362,
+        .call = error_matmul_368,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -8595,7 +9493,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_363,
+        .call = error_matmul_369,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -8605,482 +9503,789 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_364,
+        .call = error_matmul_370,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
+        .op = "bmm",
+        .what = "ops.yaml:383: self.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_379,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:385: mat2.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_380,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:387: self.size(0) == mat2.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_381,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:389: self.size(2) == mat2.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_382,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:377: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_383,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:406: mat1.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_394,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:408: mat2.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_395,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:410: mat1.size(1) == mat2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_396,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:412: self.dim <= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_397,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:414: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_398,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:416: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_399,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:400: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_400,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:434: batch1.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_411,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:436: batch2.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_412,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:438: batch1.size(0) == batch2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_413,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:440: batch1.size(2) == batch2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_414,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:442: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_415,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:444: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_416,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:446: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_417,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:448: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_418,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:428: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_419,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:466: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_423,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:468: tensor.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_424,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:470: self.size(0) == tensor.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_425,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:460: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_426,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:485: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_430,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:487: vec2.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_431,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:479: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_432,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "outer: ",
+    },
+    {
         .op = "t",
-        .what = "ops.yaml:378: self.dim <= 2",
+        .what = "ops.yaml:527: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_367,
+        .call = error_t_435,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim0 out of range",
+        .what = "ops.yaml:535: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_370,
+        .call = error_transpose_438,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim1 out of range",
+        .what = "ops.yaml:535: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_371,
+        .call = error_transpose_439,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:403: len(dims) == self.dim",
+        .what = "ops.yaml:552: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_373,
+        .call = error_permute_441,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:397: dims out of range",
+        .what = "ops.yaml:546: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_374,
+        .call = error_permute_442,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:449: dim out of range",
+        .what = "ops.yaml:598: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_384,
+        .call = error_squeeze_dim_452,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:460: dim out of range",
+        .what = "ops.yaml:609: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_387,
+        .call = error_unsqueeze_455,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:477: step > 0",
+        .what = "ops.yaml:626: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_390,
+        .call = error_slice_458,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:471: dim out of range",
+        .what = "ops.yaml:620: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_391,
+        .call = error_slice_459,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:485: dim out of range",
+        .what = "ops.yaml:634: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_394,
+        .call = error_select_462,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:511: start_dim <= end_dim",
+        .what = "ops.yaml:660: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_401,
+        .call = error_flatten_469,
         .expect = 0,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:505: start_dim out of range",
+        .what = "ops.yaml:654: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_402,
+        .call = error_flatten_470,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:505: end_dim out of range",
+        .what = "ops.yaml:654: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_403,
+        .call = error_flatten_471,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:528: self.dim >= 1",
+        .what = "ops.yaml:677: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_408,
+        .call = error_unflatten_476,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:530: len(sizes) >= 1",
+        .what = "ops.yaml:679: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_409,
+        .call = error_unflatten_477,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:522: dim out of range",
+        .what = "ops.yaml:671: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_410,
+        .call = error_unflatten_478,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:558: self.dim >= 1",
+        .what = "ops.yaml:707: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_419,
+        .call = error_narrow_487,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:560: length >= 0",
+        .what = "ops.yaml:709: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_420,
+        .call = error_narrow_488,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:552: dim out of range",
+        .what = "ops.yaml:701: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_421,
+        .call = error_narrow_489,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:575: len(repeats) >= self.dim",
+        .what = "ops.yaml:724: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_repeat_428,
+        .call = error_repeat_496,
         .expect = 0,
         .expect_prefix = "repeat: ",
     },
     {
         .op = "flip",
-        .what = "ops.yaml:587: dims out of range",
+        .what = "ops.yaml:736: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flip_434,
+        .call = error_flip_502,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flip: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:607: len(shifts) >= 1",
+        .what = "ops.yaml:756: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_440,
+        .call = error_roll_508,
         .expect = 0,
         .expect_prefix = "roll: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:601: dims out of range",
+        .what = "ops.yaml:750: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_441,
+        .call = error_roll_509,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "roll: ",
     },
     {
         .op = "tril",
-        .what = "ops.yaml:631: self.dim >= 2",
+        .what = "ops.yaml:780: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_tril_447,
+        .call = error_tril_515,
         .expect = 0,
         .expect_prefix = "tril: ",
     },
     {
         .op = "triu",
-        .what = "ops.yaml:647: self.dim >= 2",
+        .what = "ops.yaml:796: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_triu_453,
+        .call = error_triu_521,
         .expect = 0,
         .expect_prefix = "triu: ",
     },
     {
         .op = "pad",
-        .what = "ops.yaml:658: mode not a choice",
+        .what = "ops.yaml:807: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_462,
+        .call = error_pad_530,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:680: dtype of index",
+        .what = "ops.yaml:829: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_475,
+        .call = error_index_select_543,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:680: dim out of range",
+        .what = "ops.yaml:829: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_476,
+        .call = error_index_select_544,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:704: dtype of index",
+        .what = "ops.yaml:853: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_487,
+        .call = error_index_add_555,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:704: dim out of range",
+        .what = "ops.yaml:853: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_488,
+        .call = error_index_add_556,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:719: dtype of index",
+        .what = "ops.yaml:868: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_495,
+        .call = error_index_copy_563,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:719: dim out of range",
+        .what = "ops.yaml:868: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_496,
+        .call = error_index_copy_564,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:732: dtype of index",
+        .what = "ops.yaml:881: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_507,
+        .call = error_gather_575,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:732: dim out of range",
+        .what = "ops.yaml:881: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_508,
+        .call = error_gather_576,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:755: dtype of index",
+        .what = "ops.yaml:904: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_517,
+        .call = error_scatter_585,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:755: dim out of range",
+        .what = "ops.yaml:904: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_518,
+        .call = error_scatter_586,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:777: dtype of index",
+        .what = "ops.yaml:926: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_525,
+        .call = error_scatter_value_593,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:777: dim out of range",
+        .what = "ops.yaml:926: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_526,
+        .call = error_scatter_value_594,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:789: dtype of index",
+        .what = "ops.yaml:938: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_537,
+        .call = error_scatter_add_605,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:789: dim out of range",
+        .what = "ops.yaml:938: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_538,
+        .call = error_scatter_add_606,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:809: weight.dim == 2",
+        .what = "ops.yaml:958: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_543,
+        .call = error_embedding_611,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:811: sparse == 0",
+        .what = "ops.yaml:960: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_544,
+        .call = error_embedding_612,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:804: dtype of indices",
+        .what = "ops.yaml:953: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_545,
+        .call = error_embedding_613,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:823: dtype of indices",
+        .what = "ops.yaml:972: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_548,
+        .call = error_embedding_dense_backward_616,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:851: dtype of self",
+        .what = "ops.yaml:1000: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_553,
+        .call = error_one_hot_621,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:875: dtype of mask",
+        .what = "ops.yaml:1024: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_563,
+        .call = error_masked_select_631,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:875: broadcast",
+        .what = "ops.yaml:1024: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_564,
+        .call = error_masked_select_632,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:962: is_floating(result_dtype)",
+        .what = "ops.yaml:1111: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_575,
+        .call = error_rand_643,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:973: is_floating(result_dtype)",
+        .what = "ops.yaml:1122: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_577,
+        .call = error_randn_645,
         .expect = 0,
         .expect_prefix = "randn: ",
+    },
+    {
+        .op = "sum_to",
+        .what = "ops.yaml:1130: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sum_to_648,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "sum_to: ",
     },
 };
 const int yt_error_case_count = (int)(sizeof yt_error_cases / sizeof yt_error_cases[0]);

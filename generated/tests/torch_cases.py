@@ -792,103 +792,253 @@ def case_139(self, other):
     return torch.ops.aten.matmul(self, other)
 
 
-def case_140(self):
-    """t (ops.yaml:382 sample 0)"""
+def case_140(self, other):
+    """matmul (ops.yaml:364 sample 5)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_141(self, other):
+    """matmul (ops.yaml:364 sample 6)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_142(self, other):
+    """matmul (ops.yaml:364 sample 7)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_143(self, other):
+    """matmul (ops.yaml:364 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_144(self, other):
+    """matmul (ops.yaml:364 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_145(self, other):
+    """matmul (ops.yaml:364 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_146(self, mat2):
+    """bmm (ops.yaml:394 sample 0)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_147(self, mat2):
+    """bmm (ops.yaml:394 sample 1)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_148(self, mat2):
+    """bmm (ops.yaml:394 sample 2)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_149(self, mat2):
+    """bmm (ops.yaml:394 sample 3)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_150(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_151(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_152(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_153(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 3)"""
+    beta = 2
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_154(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_155(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_156(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_157(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_158(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 3)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_159(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_160(self, tensor):
+    """dot (ops.yaml:474 sample 0)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_161(self, tensor):
+    """dot (ops.yaml:474 sample 1)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_162(self, tensor):
+    """dot (ops.yaml:474 sample 2)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_163(self, vec2):
+    """outer (ops.yaml:491 sample 0)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_164(self, vec2):
+    """outer (ops.yaml:491 sample 1)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_165(self, vec2):
+    """outer (ops.yaml:491 sample 2)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_166(self):
+    """t (ops.yaml:531 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_141(self):
-    """t (ops.yaml:382 sample 1)"""
+def case_167(self):
+    """t (ops.yaml:531 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_142(self):
-    """transpose (ops.yaml:393 sample 0)"""
+def case_168(self):
+    """transpose (ops.yaml:542 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_143(self):
-    """transpose (ops.yaml:393 sample 1)"""
+def case_169(self):
+    """transpose (ops.yaml:542 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_144(self):
-    """permute (ops.yaml:407 sample 0)"""
+def case_170(self):
+    """permute (ops.yaml:556 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_145(self):
-    """view (ops.yaml:416 sample 0)"""
+def case_171(self):
+    """view (ops.yaml:565 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_146(self):
-    """view (ops.yaml:416 sample 1)"""
+def case_172(self):
+    """view (ops.yaml:565 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_147(self):
-    """reshape (ops.yaml:426 sample 0)"""
+def case_173(self):
+    """reshape (ops.yaml:575 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_148(self):
-    """reshape (ops.yaml:426 sample 1)"""
+def case_174(self):
+    """reshape (ops.yaml:575 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_149(self):
-    """expand (ops.yaml:436 sample 0)"""
+def case_175(self):
+    """expand (ops.yaml:585 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_150(self):
-    """expand (ops.yaml:436 sample 1)"""
+def case_176(self):
+    """expand (ops.yaml:585 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_151(self):
-    """squeeze (ops.yaml:446 sample 0)"""
+def case_177(self):
+    """squeeze (ops.yaml:595 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_152(self):
-    """squeeze.dim (ops.yaml:456 sample 0)"""
+def case_178(self):
+    """squeeze.dim (ops.yaml:605 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_153(self):
-    """squeeze.dim (ops.yaml:456 sample 1)"""
+def case_179(self):
+    """squeeze.dim (ops.yaml:605 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_154(self):
-    """unsqueeze (ops.yaml:467 sample 0)"""
+def case_180(self):
+    """unsqueeze (ops.yaml:616 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_155(self):
-    """unsqueeze (ops.yaml:467 sample 1)"""
+def case_181(self):
+    """unsqueeze (ops.yaml:616 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_156(self):
-    """slice (ops.yaml:481 sample 0)"""
+def case_182(self):
+    """slice (ops.yaml:630 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -896,8 +1046,8 @@ def case_156(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_157(self):
-    """slice (ops.yaml:481 sample 1)"""
+def case_183(self):
+    """slice (ops.yaml:630 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -905,738 +1055,738 @@ def case_157(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_158(self):
-    """select (ops.yaml:492 sample 0)"""
+def case_184(self):
+    """select (ops.yaml:641 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_159(self):
-    """select (ops.yaml:492 sample 1)"""
+def case_185(self):
+    """select (ops.yaml:641 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_160(self):
-    """contiguous (ops.yaml:502 sample 0)"""
+def case_186(self):
+    """contiguous (ops.yaml:651 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_161(self):
-    """flatten.using_ints (ops.yaml:515 sample 0)"""
+def case_187(self):
+    """flatten.using_ints (ops.yaml:664 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_162(self):
-    """flatten.using_ints (ops.yaml:515 sample 1)"""
+def case_188(self):
+    """flatten.using_ints (ops.yaml:664 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_163(self):
-    """flatten.using_ints (ops.yaml:515 sample 2)"""
+def case_189(self):
+    """flatten.using_ints (ops.yaml:664 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_164(self):
-    """flatten.using_ints (ops.yaml:515 sample 3)"""
+def case_190(self):
+    """flatten.using_ints (ops.yaml:664 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_165(self):
-    """flatten.using_ints (ops.yaml:515 sample 4)"""
+def case_191(self):
+    """flatten.using_ints (ops.yaml:664 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_166(self):
-    """unflatten.int (ops.yaml:534 sample 0)"""
+def case_192(self):
+    """unflatten.int (ops.yaml:683 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_167(self):
-    """unflatten.int (ops.yaml:534 sample 1)"""
+def case_193(self):
+    """unflatten.int (ops.yaml:683 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_168(self):
-    """unflatten.int (ops.yaml:534 sample 2)"""
+def case_194(self):
+    """unflatten.int (ops.yaml:683 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_169(self):
-    """unflatten.int (ops.yaml:534 sample 3)"""
+def case_195(self):
+    """unflatten.int (ops.yaml:683 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_170(self):
-    """broadcast_to (ops.yaml:546 sample 0)"""
+def case_196(self):
+    """broadcast_to (ops.yaml:695 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_171(self):
-    """broadcast_to (ops.yaml:546 sample 1)"""
+def case_197(self):
+    """broadcast_to (ops.yaml:695 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_172(self):
-    """broadcast_to (ops.yaml:546 sample 2)"""
+def case_198(self):
+    """broadcast_to (ops.yaml:695 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_173(self):
-    """broadcast_to (ops.yaml:546 sample 3)"""
+def case_199(self):
+    """broadcast_to (ops.yaml:695 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_174(self):
-    """narrow (ops.yaml:564 sample 0)"""
+def case_200(self):
+    """narrow (ops.yaml:713 sample 0)"""
     dim = 0
     start = 1
     length = 3
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_175(self):
-    """narrow (ops.yaml:564 sample 1)"""
+def case_201(self):
+    """narrow (ops.yaml:713 sample 1)"""
     dim = 1
     start = -3
     length = 2
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_176(self):
-    """narrow (ops.yaml:564 sample 2)"""
+def case_202(self):
+    """narrow (ops.yaml:713 sample 2)"""
     dim = 0
     start = 2
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_177(self):
-    """narrow (ops.yaml:564 sample 3)"""
+def case_203(self):
+    """narrow (ops.yaml:713 sample 3)"""
     dim = 1
     start = 3
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_178(self):
-    """repeat (ops.yaml:579 sample 0)"""
+def case_204(self):
+    """repeat (ops.yaml:728 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_179(self):
-    """repeat (ops.yaml:579 sample 1)"""
+def case_205(self):
+    """repeat (ops.yaml:728 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_180(self):
-    """repeat (ops.yaml:579 sample 2)"""
+def case_206(self):
+    """repeat (ops.yaml:728 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_181(self):
-    """repeat (ops.yaml:579 sample 3)"""
+def case_207(self):
+    """repeat (ops.yaml:728 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_182(self):
-    """repeat (ops.yaml:579 sample 4)"""
+def case_208(self):
+    """repeat (ops.yaml:728 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_183(self):
-    """repeat (ops.yaml:579 sample 5)"""
+def case_209(self):
+    """repeat (ops.yaml:728 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_184(self):
-    """flip (ops.yaml:594 sample 0)"""
+def case_210(self):
+    """flip (ops.yaml:743 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_185(self):
-    """flip (ops.yaml:594 sample 1)"""
+def case_211(self):
+    """flip (ops.yaml:743 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_186(self):
-    """flip (ops.yaml:594 sample 2)"""
+def case_212(self):
+    """flip (ops.yaml:743 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_187(self):
-    """flip (ops.yaml:594 sample 3)"""
+def case_213(self):
+    """flip (ops.yaml:743 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_188(self):
-    """flip (ops.yaml:594 sample 4)"""
+def case_214(self):
+    """flip (ops.yaml:743 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
-def case_189(self):
-    """roll (ops.yaml:611 sample 0)"""
+def case_215(self):
+    """roll (ops.yaml:760 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_190(self):
-    """roll (ops.yaml:611 sample 1)"""
+def case_216(self):
+    """roll (ops.yaml:760 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_191(self):
-    """roll (ops.yaml:611 sample 2)"""
+def case_217(self):
+    """roll (ops.yaml:760 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_192(self):
-    """roll (ops.yaml:611 sample 3)"""
+def case_218(self):
+    """roll (ops.yaml:760 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_193(self):
-    """roll (ops.yaml:611 sample 4)"""
+def case_219(self):
+    """roll (ops.yaml:760 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_194(self):
-    """tril (ops.yaml:635 sample 0)"""
+def case_220(self):
+    """tril (ops.yaml:784 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_195(self):
-    """tril (ops.yaml:635 sample 1)"""
+def case_221(self):
+    """tril (ops.yaml:784 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_196(self):
-    """tril (ops.yaml:635 sample 2)"""
+def case_222(self):
+    """tril (ops.yaml:784 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_197(self):
-    """tril (ops.yaml:635 sample 3)"""
+def case_223(self):
+    """tril (ops.yaml:784 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_198(self):
-    """tril (ops.yaml:635 sample 4)"""
+def case_224(self):
+    """tril (ops.yaml:784 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_199(self):
-    """triu (ops.yaml:651 sample 0)"""
+def case_225(self):
+    """triu (ops.yaml:800 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_200(self):
-    """triu (ops.yaml:651 sample 1)"""
+def case_226(self):
+    """triu (ops.yaml:800 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_201(self):
-    """triu (ops.yaml:651 sample 2)"""
+def case_227(self):
+    """triu (ops.yaml:800 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_202(self):
-    """triu (ops.yaml:651 sample 3)"""
+def case_228(self):
+    """triu (ops.yaml:800 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_203(self):
-    """triu (ops.yaml:651 sample 4)"""
+def case_229(self):
+    """triu (ops.yaml:800 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_204(self):
-    """pad (ops.yaml:665 sample 0)"""
+def case_230(self):
+    """pad (ops.yaml:814 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_205(self):
-    """pad (ops.yaml:665 sample 1)"""
+def case_231(self):
+    """pad (ops.yaml:814 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_206(self):
-    """pad (ops.yaml:665 sample 2)"""
+def case_232(self):
+    """pad (ops.yaml:814 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_207(self):
-    """pad (ops.yaml:665 sample 3)"""
+def case_233(self):
+    """pad (ops.yaml:814 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_208(self):
-    """pad (ops.yaml:665 sample 4)"""
+def case_234(self):
+    """pad (ops.yaml:814 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_209(self):
-    """pad (ops.yaml:665 sample 5)"""
+def case_235(self):
+    """pad (ops.yaml:814 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_210(self):
-    """pad (ops.yaml:665 sample 6)"""
+def case_236(self):
+    """pad (ops.yaml:814 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_211(self):
-    """pad (ops.yaml:665 sample 7)"""
+def case_237(self):
+    """pad (ops.yaml:814 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_212(self, index):
-    """index_select (ops.yaml:688 sample 0)"""
+def case_238(self, index):
+    """index_select (ops.yaml:837 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_213(self, index):
-    """index_select (ops.yaml:688 sample 1)"""
+def case_239(self, index):
+    """index_select (ops.yaml:837 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_214(self, index):
-    """index_select (ops.yaml:688 sample 2)"""
+def case_240(self, index):
+    """index_select (ops.yaml:837 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_215(self, index):
-    """index_select (ops.yaml:688 sample 3)"""
+def case_241(self, index):
+    """index_select (ops.yaml:837 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_216(self, index):
-    """index_select (ops.yaml:688 sample 4)"""
+def case_242(self, index):
+    """index_select (ops.yaml:837 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_217(self, index):
-    """index_select (ops.yaml:688 sample 5)"""
+def case_243(self, index):
+    """index_select (ops.yaml:837 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_218(self, index, source):
-    """index_add (ops.yaml:712 sample 0)"""
+def case_244(self, index, source):
+    """index_add (ops.yaml:861 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_219(self, index, source):
-    """index_add (ops.yaml:712 sample 1)"""
+def case_245(self, index, source):
+    """index_add (ops.yaml:861 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_220(self, index, source):
-    """index_add (ops.yaml:712 sample 2)"""
+def case_246(self, index, source):
+    """index_add (ops.yaml:861 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_221(self, index, source):
-    """index_add (ops.yaml:712 sample 3)"""
+def case_247(self, index, source):
+    """index_add (ops.yaml:861 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_222(self, index, source):
-    """index_add (ops.yaml:712 sample 4)"""
+def case_248(self, index, source):
+    """index_add (ops.yaml:861 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_223(self, index, source):
-    """index_copy (ops.yaml:727 sample 0)"""
+def case_249(self, index, source):
+    """index_copy (ops.yaml:876 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_224(self, index, source):
-    """index_copy (ops.yaml:727 sample 1)"""
+def case_250(self, index, source):
+    """index_copy (ops.yaml:876 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_225(self, index, source):
-    """index_copy (ops.yaml:727 sample 2)"""
+def case_251(self, index, source):
+    """index_copy (ops.yaml:876 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_226(self, index):
-    """gather (ops.yaml:740 sample 0)"""
+def case_252(self, index):
+    """gather (ops.yaml:889 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_227(self, index):
-    """gather (ops.yaml:740 sample 1)"""
+def case_253(self, index):
+    """gather (ops.yaml:889 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_228(self, index):
-    """gather (ops.yaml:740 sample 2)"""
+def case_254(self, index):
+    """gather (ops.yaml:889 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_229(self, index):
-    """gather (ops.yaml:740 sample 3)"""
+def case_255(self, index):
+    """gather (ops.yaml:889 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_230(self, index):
-    """gather (ops.yaml:740 sample 4)"""
+def case_256(self, index):
+    """gather (ops.yaml:889 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_231(self, index, src):
-    """scatter.src (ops.yaml:763 sample 0)"""
+def case_257(self, index, src):
+    """scatter.src (ops.yaml:912 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_232(self, index, src):
-    """scatter.src (ops.yaml:763 sample 1)"""
+def case_258(self, index, src):
+    """scatter.src (ops.yaml:912 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_233(self, index, src):
-    """scatter.src (ops.yaml:763 sample 2)"""
+def case_259(self, index, src):
+    """scatter.src (ops.yaml:912 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_234(self, index, src):
-    """scatter.src (ops.yaml:763 sample 3)"""
+def case_260(self, index, src):
+    """scatter.src (ops.yaml:912 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_235(self, index):
-    """scatter.value (ops.yaml:784 sample 0)"""
+def case_261(self, index):
+    """scatter.value (ops.yaml:933 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_236(self, index):
-    """scatter.value (ops.yaml:784 sample 1)"""
+def case_262(self, index):
+    """scatter.value (ops.yaml:933 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_237(self, index):
-    """scatter.value (ops.yaml:784 sample 2)"""
+def case_263(self, index):
+    """scatter.value (ops.yaml:933 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_238(self, index, src):
-    """scatter_add (ops.yaml:797 sample 0)"""
+def case_264(self, index, src):
+    """scatter_add (ops.yaml:946 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_239(self, index, src):
-    """scatter_add (ops.yaml:797 sample 1)"""
+def case_265(self, index, src):
+    """scatter_add (ops.yaml:946 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_240(self, index, src):
-    """scatter_add (ops.yaml:797 sample 2)"""
+def case_266(self, index, src):
+    """scatter_add (ops.yaml:946 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_241(self, index, src):
-    """scatter_add (ops.yaml:797 sample 3)"""
+def case_267(self, index, src):
+    """scatter_add (ops.yaml:946 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_242(self, index, src):
-    """scatter_add (ops.yaml:797 sample 4)"""
+def case_268(self, index, src):
+    """scatter_add (ops.yaml:946 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_243(weight, indices):
-    """embedding (ops.yaml:816 sample 0)"""
+def case_269(weight, indices):
+    """embedding (ops.yaml:965 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_244(weight, indices):
-    """embedding (ops.yaml:816 sample 1)"""
+def case_270(weight, indices):
+    """embedding (ops.yaml:965 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_245(weight, indices):
-    """embedding (ops.yaml:816 sample 2)"""
+def case_271(weight, indices):
+    """embedding (ops.yaml:965 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_246(weight, indices):
-    """embedding (ops.yaml:816 sample 3)"""
+def case_272(weight, indices):
+    """embedding (ops.yaml:965 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_247(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:830 sample 0)"""
+def case_273(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:979 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_248(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:830 sample 1)"""
+def case_274(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:979 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_249(self):
-    """one_hot (ops.yaml:857 sample 0)"""
+def case_275(self):
+    """one_hot (ops.yaml:1006 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_250(self):
-    """one_hot (ops.yaml:857 sample 1)"""
+def case_276(self):
+    """one_hot (ops.yaml:1006 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_251(self):
-    """one_hot (ops.yaml:857 sample 2)"""
+def case_277(self):
+    """one_hot (ops.yaml:1006 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_252(self):
-    """one_hot (ops.yaml:857 sample 3)"""
+def case_278(self):
+    """one_hot (ops.yaml:1006 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_253(self):
-    """nonzero (ops.yaml:869 sample 0)"""
+def case_279(self):
+    """nonzero (ops.yaml:1018 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_254(self):
-    """nonzero (ops.yaml:869 sample 1)"""
+def case_280(self):
+    """nonzero (ops.yaml:1018 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_255(self):
-    """nonzero (ops.yaml:869 sample 2)"""
+def case_281(self):
+    """nonzero (ops.yaml:1018 sample 2)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_256(self):
-    """nonzero (ops.yaml:869 sample 3)"""
+def case_282(self):
+    """nonzero (ops.yaml:1018 sample 3)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_257(self, mask):
-    """masked_select (ops.yaml:882 sample 0)"""
+def case_283(self, mask):
+    """masked_select (ops.yaml:1031 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_258(self, mask):
-    """masked_select (ops.yaml:882 sample 1)"""
+def case_284(self, mask):
+    """masked_select (ops.yaml:1031 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_259(self, mask):
-    """masked_select (ops.yaml:882 sample 2)"""
+def case_285(self, mask):
+    """masked_select (ops.yaml:1031 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_260(self, mask):
-    """masked_select (ops.yaml:882 sample 3)"""
+def case_286(self, mask):
+    """masked_select (ops.yaml:1031 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_261(self, mask):
-    """masked_select (ops.yaml:882 sample 4)"""
+def case_287(self, mask):
+    """masked_select (ops.yaml:1031 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_262(self):
-    """argsort (ops.yaml:897 sample 0)"""
+def case_288(self):
+    """argsort (ops.yaml:1046 sample 0)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_263(self):
-    """argsort (ops.yaml:897 sample 1)"""
+def case_289(self):
+    """argsort (ops.yaml:1046 sample 1)"""
     dim = 0
     descending = True
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_264(self):
-    """argsort (ops.yaml:897 sample 2)"""
+def case_290(self):
+    """argsort (ops.yaml:1046 sample 2)"""
     dim = 1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_265(self):
-    """argsort (ops.yaml:897 sample 3)"""
+def case_291(self):
+    """argsort (ops.yaml:1046 sample 3)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_266(self):
-    """argsort (ops.yaml:897 sample 4)"""
+def case_292(self):
+    """argsort (ops.yaml:1046 sample 4)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_267():
-    """zeros (ops.yaml:918 sample 0)"""
+def case_293():
+    """zeros (ops.yaml:1067 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_268():
-    """ones (ops.yaml:926 sample 0)"""
+def case_294():
+    """ones (ops.yaml:1075 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_269():
-    """full (ops.yaml:934 sample 0)"""
+def case_295():
+    """full (ops.yaml:1083 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1644,8 +1794,8 @@ def case_269():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_270():
-    """arange (ops.yaml:949 sample 0)"""
+def case_296():
+    """arange (ops.yaml:1098 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1654,30 +1804,30 @@ def case_270():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_271():
-    """rand (ops.yaml:957 sample 0)"""
+def case_297():
+    """rand (ops.yaml:1106 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_272():
-    """randn (ops.yaml:968 sample 0)"""
+def case_298():
+    """randn (ops.yaml:1117 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_273(self):
-    """sum_to (ops.yaml:987 sample 0)"""
+def case_299(self):
+    """sum_to (ops.yaml:1136 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_274(self):
-    """sum_to (ops.yaml:987 sample 1)"""
+def case_300(self):
+    """sum_to (ops.yaml:1136 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -2103,409 +2253,487 @@ CASES = [
     dict(op="matmul", where="ops.yaml:364 sample 4", fn=case_139, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:382 sample 0", fn=case_140, tensors=["self"],
+    dict(op="matmul", where="ops.yaml:364 sample 5", fn=case_140, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 6", fn=case_141, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 7", fn=case_142, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 8", fn=case_143, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 9", fn=case_144, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 10", fn=case_145, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 0", fn=case_146, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 1", fn=case_147, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 2", fn=case_148, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 3", fn=case_149, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 0", fn=case_150, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 1", fn=case_151, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 2", fn=case_152, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 3", fn=case_153, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 4", fn=case_154, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 0", fn=case_155, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 1", fn=case_156, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 2", fn=case_157, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 3", fn=case_158, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 4", fn=case_159, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 0", fn=case_160, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 1", fn=case_161, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 2", fn=case_162, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 0", fn=case_163, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 1", fn=case_164, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 2", fn=case_165, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:531 sample 0", fn=case_166, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:382 sample 1", fn=case_141, tensors=["self"],
+    dict(op="t", where="ops.yaml:531 sample 1", fn=case_167, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:393 sample 0", fn=case_142, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:542 sample 0", fn=case_168, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:393 sample 1", fn=case_143, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:542 sample 1", fn=case_169, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:407 sample 0", fn=case_144, tensors=["self"],
+    dict(op="permute", where="ops.yaml:556 sample 0", fn=case_170, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:416 sample 0", fn=case_145, tensors=["self"],
+    dict(op="view", where="ops.yaml:565 sample 0", fn=case_171, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:416 sample 1", fn=case_146, tensors=["self"],
+    dict(op="view", where="ops.yaml:565 sample 1", fn=case_172, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:426 sample 0", fn=case_147, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:575 sample 0", fn=case_173, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:426 sample 1", fn=case_148, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:575 sample 1", fn=case_174, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:436 sample 0", fn=case_149, tensors=["self"],
+    dict(op="expand", where="ops.yaml:585 sample 0", fn=case_175, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:436 sample 1", fn=case_150, tensors=["self"],
+    dict(op="expand", where="ops.yaml:585 sample 1", fn=case_176, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:446 sample 0", fn=case_151, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:595 sample 0", fn=case_177, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:456 sample 0", fn=case_152, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:605 sample 0", fn=case_178, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:456 sample 1", fn=case_153, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:605 sample 1", fn=case_179, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:467 sample 0", fn=case_154, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:616 sample 0", fn=case_180, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:467 sample 1", fn=case_155, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:616 sample 1", fn=case_181, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:481 sample 0", fn=case_156, tensors=["self"],
+    dict(op="slice", where="ops.yaml:630 sample 0", fn=case_182, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:481 sample 1", fn=case_157, tensors=["self"],
+    dict(op="slice", where="ops.yaml:630 sample 1", fn=case_183, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:492 sample 0", fn=case_158, tensors=["self"],
+    dict(op="select", where="ops.yaml:641 sample 0", fn=case_184, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:492 sample 1", fn=case_159, tensors=["self"],
+    dict(op="select", where="ops.yaml:641 sample 1", fn=case_185, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:502 sample 0", fn=case_160, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:651 sample 0", fn=case_186, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:515 sample 0", fn=case_161, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:664 sample 0", fn=case_187, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:515 sample 1", fn=case_162, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:664 sample 1", fn=case_188, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:515 sample 2", fn=case_163, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:664 sample 2", fn=case_189, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:515 sample 3", fn=case_164, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:664 sample 3", fn=case_190, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:515 sample 4", fn=case_165, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:664 sample 4", fn=case_191, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:534 sample 0", fn=case_166, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:683 sample 0", fn=case_192, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:534 sample 1", fn=case_167, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:683 sample 1", fn=case_193, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:534 sample 2", fn=case_168, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:683 sample 2", fn=case_194, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:534 sample 3", fn=case_169, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:683 sample 3", fn=case_195, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:546 sample 0", fn=case_170, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:695 sample 0", fn=case_196, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:546 sample 1", fn=case_171, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:695 sample 1", fn=case_197, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:546 sample 2", fn=case_172, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:695 sample 2", fn=case_198, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:546 sample 3", fn=case_173, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:695 sample 3", fn=case_199, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:564 sample 0", fn=case_174, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:713 sample 0", fn=case_200, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:564 sample 1", fn=case_175, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:713 sample 1", fn=case_201, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:564 sample 2", fn=case_176, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:713 sample 2", fn=case_202, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:564 sample 3", fn=case_177, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:713 sample 3", fn=case_203, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:579 sample 0", fn=case_178, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:728 sample 0", fn=case_204, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:579 sample 1", fn=case_179, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:728 sample 1", fn=case_205, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:579 sample 2", fn=case_180, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:728 sample 2", fn=case_206, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:579 sample 3", fn=case_181, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:728 sample 3", fn=case_207, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:579 sample 4", fn=case_182, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:728 sample 4", fn=case_208, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:579 sample 5", fn=case_183, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:728 sample 5", fn=case_209, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:594 sample 0", fn=case_184, tensors=["self"],
+    dict(op="flip", where="ops.yaml:743 sample 0", fn=case_210, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:594 sample 1", fn=case_185, tensors=["self"],
+    dict(op="flip", where="ops.yaml:743 sample 1", fn=case_211, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:594 sample 2", fn=case_186, tensors=["self"],
+    dict(op="flip", where="ops.yaml:743 sample 2", fn=case_212, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:594 sample 3", fn=case_187, tensors=["self"],
+    dict(op="flip", where="ops.yaml:743 sample 3", fn=case_213, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:594 sample 4", fn=case_188, tensors=["self"],
+    dict(op="flip", where="ops.yaml:743 sample 4", fn=case_214, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:611 sample 0", fn=case_189, tensors=["self"],
+    dict(op="roll", where="ops.yaml:760 sample 0", fn=case_215, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:611 sample 1", fn=case_190, tensors=["self"],
+    dict(op="roll", where="ops.yaml:760 sample 1", fn=case_216, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:611 sample 2", fn=case_191, tensors=["self"],
+    dict(op="roll", where="ops.yaml:760 sample 2", fn=case_217, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:611 sample 3", fn=case_192, tensors=["self"],
+    dict(op="roll", where="ops.yaml:760 sample 3", fn=case_218, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:611 sample 4", fn=case_193, tensors=["self"],
+    dict(op="roll", where="ops.yaml:760 sample 4", fn=case_219, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:635 sample 0", fn=case_194, tensors=["self"],
+    dict(op="tril", where="ops.yaml:784 sample 0", fn=case_220, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:635 sample 1", fn=case_195, tensors=["self"],
+    dict(op="tril", where="ops.yaml:784 sample 1", fn=case_221, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:635 sample 2", fn=case_196, tensors=["self"],
+    dict(op="tril", where="ops.yaml:784 sample 2", fn=case_222, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:635 sample 3", fn=case_197, tensors=["self"],
+    dict(op="tril", where="ops.yaml:784 sample 3", fn=case_223, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:635 sample 4", fn=case_198, tensors=["self"],
+    dict(op="tril", where="ops.yaml:784 sample 4", fn=case_224, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:651 sample 0", fn=case_199, tensors=["self"],
+    dict(op="triu", where="ops.yaml:800 sample 0", fn=case_225, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:651 sample 1", fn=case_200, tensors=["self"],
+    dict(op="triu", where="ops.yaml:800 sample 1", fn=case_226, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:651 sample 2", fn=case_201, tensors=["self"],
+    dict(op="triu", where="ops.yaml:800 sample 2", fn=case_227, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:651 sample 3", fn=case_202, tensors=["self"],
+    dict(op="triu", where="ops.yaml:800 sample 3", fn=case_228, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:651 sample 4", fn=case_203, tensors=["self"],
+    dict(op="triu", where="ops.yaml:800 sample 4", fn=case_229, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 0", fn=case_204, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 0", fn=case_230, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 1", fn=case_205, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 1", fn=case_231, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 2", fn=case_206, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 2", fn=case_232, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 3", fn=case_207, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 3", fn=case_233, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 4", fn=case_208, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 4", fn=case_234, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 5", fn=case_209, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 5", fn=case_235, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 6", fn=case_210, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 6", fn=case_236, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:665 sample 7", fn=case_211, tensors=["self"],
+    dict(op="pad", where="ops.yaml:814 sample 7", fn=case_237, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="index_select", where="ops.yaml:688 sample 0", fn=case_212, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:837 sample 0", fn=case_238, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:688 sample 1", fn=case_213, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:837 sample 1", fn=case_239, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:688 sample 2", fn=case_214, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:837 sample 2", fn=case_240, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:688 sample 3", fn=case_215, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:837 sample 3", fn=case_241, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:688 sample 4", fn=case_216, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:837 sample 4", fn=case_242, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:688 sample 5", fn=case_217, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:837 sample 5", fn=case_243, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:712 sample 0", fn=case_218, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:861 sample 0", fn=case_244, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:712 sample 1", fn=case_219, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:861 sample 1", fn=case_245, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:712 sample 2", fn=case_220, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:861 sample 2", fn=case_246, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:712 sample 3", fn=case_221, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:861 sample 3", fn=case_247, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:712 sample 4", fn=case_222, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:861 sample 4", fn=case_248, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:727 sample 0", fn=case_223, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:876 sample 0", fn=case_249, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:727 sample 1", fn=case_224, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:876 sample 1", fn=case_250, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:727 sample 2", fn=case_225, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:876 sample 2", fn=case_251, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:740 sample 0", fn=case_226, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:889 sample 0", fn=case_252, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:740 sample 1", fn=case_227, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:889 sample 1", fn=case_253, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:740 sample 2", fn=case_228, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:889 sample 2", fn=case_254, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:740 sample 3", fn=case_229, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:889 sample 3", fn=case_255, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:740 sample 4", fn=case_230, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:889 sample 4", fn=case_256, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:763 sample 0", fn=case_231, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:912 sample 0", fn=case_257, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:763 sample 1", fn=case_232, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:912 sample 1", fn=case_258, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:763 sample 2", fn=case_233, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:912 sample 2", fn=case_259, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:763 sample 3", fn=case_234, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:912 sample 3", fn=case_260, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:784 sample 0", fn=case_235, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:933 sample 0", fn=case_261, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:784 sample 1", fn=case_236, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:933 sample 1", fn=case_262, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:784 sample 2", fn=case_237, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:933 sample 2", fn=case_263, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:797 sample 0", fn=case_238, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:946 sample 0", fn=case_264, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:797 sample 1", fn=case_239, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:946 sample 1", fn=case_265, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:797 sample 2", fn=case_240, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:946 sample 2", fn=case_266, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:797 sample 3", fn=case_241, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:946 sample 3", fn=case_267, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:797 sample 4", fn=case_242, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:946 sample 4", fn=case_268, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:816 sample 0", fn=case_243, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:965 sample 0", fn=case_269, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:816 sample 1", fn=case_244, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:965 sample 1", fn=case_270, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:816 sample 2", fn=case_245, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:965 sample 2", fn=case_271, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:816 sample 3", fn=case_246, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:965 sample 3", fn=case_272, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:830 sample 0", fn=case_247, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:979 sample 0", fn=case_273, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:830 sample 1", fn=case_248, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:979 sample 1", fn=case_274, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:857 sample 0", fn=case_249, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1006 sample 0", fn=case_275, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:857 sample 1", fn=case_250, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1006 sample 1", fn=case_276, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:857 sample 2", fn=case_251, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1006 sample 2", fn=case_277, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:857 sample 3", fn=case_252, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1006 sample 3", fn=case_278, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:869 sample 0", fn=case_253, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1018 sample 0", fn=case_279, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:869 sample 1", fn=case_254, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1018 sample 1", fn=case_280, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:869 sample 2", fn=case_255, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1018 sample 2", fn=case_281, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:869 sample 3", fn=case_256, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1018 sample 3", fn=case_282, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:882 sample 0", fn=case_257, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1031 sample 0", fn=case_283, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:882 sample 1", fn=case_258, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1031 sample 1", fn=case_284, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:882 sample 2", fn=case_259, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1031 sample 2", fn=case_285, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:882 sample 3", fn=case_260, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1031 sample 3", fn=case_286, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:882 sample 4", fn=case_261, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1031 sample 4", fn=case_287, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:897 sample 0", fn=case_262, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1046 sample 0", fn=case_288, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:897 sample 1", fn=case_263, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1046 sample 1", fn=case_289, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:897 sample 2", fn=case_264, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1046 sample 2", fn=case_290, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:897 sample 3", fn=case_265, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1046 sample 3", fn=case_291, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:897 sample 4", fn=case_266, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1046 sample 4", fn=case_292, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:918 sample 0", fn=case_267, tensors=[],
+    dict(op="zeros", where="ops.yaml:1067 sample 0", fn=case_293, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:926 sample 0", fn=case_268, tensors=[],
+    dict(op="ones", where="ops.yaml:1075 sample 0", fn=case_294, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:934 sample 0", fn=case_269, tensors=[],
+    dict(op="full", where="ops.yaml:1083 sample 0", fn=case_295, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:949 sample 0", fn=case_270, tensors=[],
+    dict(op="arange", where="ops.yaml:1098 sample 0", fn=case_296, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:957 sample 0", fn=case_271, tensors=[],
+    dict(op="rand", where="ops.yaml:1106 sample 0", fn=case_297, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:968 sample 0", fn=case_272, tensors=[],
+    dict(op="randn", where="ops.yaml:1117 sample 0", fn=case_298, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:987 sample 0", fn=case_273, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="sum_to", where="ops.yaml:1136 sample 0", fn=case_299, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:987 sample 1", fn=case_274, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="sum_to", where="ops.yaml:1136 sample 1", fn=case_300, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -804,12 +804,119 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 /* ---- matmul (ops.yaml:352) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched).
+ * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
+ * broadcast batch dims, through one bmm).
  * Returns: a new reference (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- t (ops.yaml:373) */
+/* ---- bmm (ops.yaml:377) */
+
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
+ * entry on the tensors' own strides.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
+
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
+ * entry on the tensors' own strides.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
+
+/* ---- addmm (ops.yaml:400) */
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Uses the defaults beta=1, alpha=1; yt_addmm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2);
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
+                              yt_scalar alpha);
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Uses the defaults beta=1, alpha=1; yt_addmm_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2);
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
+ * `self` (NaN in it does not propagate), as in PyTorch.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
+                                 yt_scalar beta, yt_scalar alpha);
+
+/* ---- baddbmm (ops.yaml:428) */
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Uses the defaults beta=1, alpha=1; yt_baddbmm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2);
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
+                                yt_scalar beta, yt_scalar alpha);
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Uses the defaults beta=1, alpha=1; yt_baddbmm_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
+                                yt_tensor *batch2);
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
+ * ignores `self`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
+                                   yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
+
+/* ---- dot (ops.yaml:460) */
+
+/* dot(Tensor self, Tensor tensor) -> Tensor
+ * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
+
+/* ---- outer (ops.yaml:479) */
+
+/* outer(Tensor self, Tensor vec2) -> Tensor
+ * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
+
+/* ---- t (ops.yaml:522) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -817,7 +924,7 @@ YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:386) */
+/* ---- transpose (ops.yaml:535) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -825,7 +932,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:397) */
+/* ---- permute (ops.yaml:546) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -834,7 +941,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:410) */
+/* ---- view (ops.yaml:559) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -843,7 +950,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:420) */
+/* ---- reshape (ops.yaml:569) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -851,7 +958,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:430) */
+/* ---- expand (ops.yaml:579) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -859,7 +966,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:440) */
+/* ---- squeeze (ops.yaml:589) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -867,7 +974,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:449) */
+/* ---- squeeze.dim (ops.yaml:598) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -875,7 +982,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:460) */
+/* ---- unsqueeze (ops.yaml:609) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -883,7 +990,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:471) */
+/* ---- slice (ops.yaml:620) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -901,7 +1008,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:485) */
+/* ---- select (ops.yaml:634) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -909,7 +1016,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:496) */
+/* ---- contiguous (ops.yaml:645) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -917,7 +1024,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- flatten.using_ints (ops.yaml:505) */
+/* ---- flatten.using_ints (ops.yaml:654) */
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
  * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
@@ -934,7 +1041,7 @@ YT_API yt_tensor *yt_flatten(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
 
-/* ---- unflatten.int (ops.yaml:522) */
+/* ---- unflatten.int (ops.yaml:671) */
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
  * A view splitting dimension `dim` into `sizes` (one entry may be -1).
@@ -942,7 +1049,7 @@ YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
 
-/* ---- broadcast_to (ops.yaml:540) */
+/* ---- broadcast_to (ops.yaml:689) */
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
  * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
@@ -950,7 +1057,7 @@ YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- narrow (ops.yaml:552) */
+/* ---- narrow (ops.yaml:701) */
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
  * A view of `length` elements from `start` (negative counts from the end) along `dim`.
@@ -958,7 +1065,7 @@ YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
 
-/* ---- repeat (ops.yaml:570) */
+/* ---- repeat (ops.yaml:719) */
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
  * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
@@ -967,7 +1074,7 @@ YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
 
-/* ---- flip (ops.yaml:587) */
+/* ---- flip (ops.yaml:736) */
 
 /* flip(Tensor self, int[] dims) -> Tensor
  * A copy of `self` with the order of elements reversed along each dimension in `dims`.
@@ -975,7 +1082,7 @@ YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- roll (ops.yaml:601) */
+/* ---- roll (ops.yaml:750) */
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
  * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
@@ -993,7 +1100,7 @@ YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len
 YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
                              const int64_t *dims, int dims_len);
 
-/* ---- roll_backward (ops.yaml:618) */
+/* ---- roll_backward (ops.yaml:767) */
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
  * Gradient of roll: `grad` rolled back by -shifts.
@@ -1002,7 +1109,7 @@ YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_
 YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
                                    const int64_t *dims, int dims_len);
 
-/* ---- tril (ops.yaml:626) */
+/* ---- tril (ops.yaml:775) */
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
@@ -1017,7 +1124,7 @@ YT_API yt_tensor *yt_tril(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- triu (ops.yaml:642) */
+/* ---- triu (ops.yaml:791) */
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
@@ -1032,7 +1139,7 @@ YT_API yt_tensor *yt_triu(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- pad (ops.yaml:658) */
+/* ---- pad (ops.yaml:807) */
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
  * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
@@ -1050,7 +1157,7 @@ YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
 YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
                             const double *value);
 
-/* ---- index_select (ops.yaml:680) */
+/* ---- index_select (ops.yaml:829) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -1068,7 +1175,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:696) */
+/* ---- index_select_backward (ops.yaml:845) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -1078,7 +1185,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:704) */
+/* ---- index_add (ops.yaml:853) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -1115,7 +1222,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:719) */
+/* ---- index_copy (ops.yaml:868) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -1133,7 +1240,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:732) */
+/* ---- gather (ops.yaml:881) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -1168,7 +1275,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:747) */
+/* ---- gather_backward (ops.yaml:896) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -1177,7 +1284,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:755) */
+/* ---- scatter.src (ops.yaml:904) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -1195,7 +1302,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:769) */
+/* ---- scatter_src_backward (ops.yaml:918) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -1205,7 +1312,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:777) */
+/* ---- scatter.value (ops.yaml:926) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -1221,7 +1328,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:789) */
+/* ---- scatter_add (ops.yaml:938) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -1239,7 +1346,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:804) */
+/* ---- embedding (ops.yaml:953) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -1259,7 +1366,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:823) */
+/* ---- embedding_dense_backward (ops.yaml:972) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -1270,7 +1377,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:835) */
+/* ---- embedding_weight_backward (ops.yaml:984) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -1280,7 +1387,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:843) */
+/* ---- embedding_dense_double_backward (ops.yaml:992) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -1290,7 +1397,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:851) */
+/* ---- one_hot (ops.yaml:1000) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -1307,7 +1414,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:863) */
+/* ---- nonzero (ops.yaml:1012) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -1315,7 +1422,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:875) */
+/* ---- masked_select (ops.yaml:1024) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -1323,7 +1430,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:889) */
+/* ---- argsort (ops.yaml:1038) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -1340,7 +1447,7 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- zeros (ops.yaml:918) */
+/* ---- zeros (ops.yaml:1067) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1355,7 +1462,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:926) */
+/* ---- ones (ops.yaml:1075) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1370,7 +1477,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:934) */
+/* ---- full (ops.yaml:1083) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1386,7 +1493,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:942) */
+/* ---- zeros_like (ops.yaml:1091) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1394,7 +1501,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:949) */
+/* ---- arange (ops.yaml:1098) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1410,7 +1517,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:957) */
+/* ---- rand (ops.yaml:1106) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1425,7 +1532,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:968) */
+/* ---- randn (ops.yaml:1117) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1440,7 +1547,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:981) */
+/* ---- sum_to (ops.yaml:1130) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1448,7 +1555,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:992) */
+/* ---- sum_backward (ops.yaml:1141) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1457,7 +1564,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:999) */
+/* ---- mean_backward (ops.yaml:1148) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1466,7 +1573,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1006) */
+/* ---- amax_backward (ops.yaml:1155) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1475,7 +1582,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1013) */
+/* ---- permute_backward (ops.yaml:1162) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1483,7 +1590,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1020) */
+/* ---- pow_backward (ops.yaml:1169) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1491,7 +1598,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1027) */
+/* ---- pow_backward_self (ops.yaml:1176) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1499,7 +1606,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1034) */
+/* ---- pow_backward_exponent (ops.yaml:1183) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1508,7 +1615,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1041) */
+/* ---- slice_backward (ops.yaml:1190) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1518,7 +1625,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1049) */
+/* ---- select_backward (ops.yaml:1198) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
