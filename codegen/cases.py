@@ -212,10 +212,14 @@ class CaseBuilder:
                 "{",
                 "    if (n < 0)",
                 "        return NULL;",
-                "    yt_tensor *acc = yt_mul_scalar(yt_sum(first), yt_float(0.0));",
+                "    yt_tensor *total = yt_sum(first);",
+                "    yt_tensor *acc = yt_mul_scalar(total, yt_int(0));",
+                "    yt_release(total);",
                 "    for (int64_t i = 0; i < n; i++) {",
-                "        yt_tensor *term = yt_mul_scalar(yt_sum(pieces[i]), yt_float((double)(i + 1)));",
+                "        yt_tensor *sum = yt_sum(pieces[i]);",
+                "        yt_tensor *term = yt_mul_scalar(sum, yt_int(i + 1));",
                 "        yt_tensor *next = yt_add(acc, term);",
+                "        yt_release(sum);",
                 "        yt_release(acc);",
                 "        yt_release(term);",
                 "        yt_release(pieces[i]);",
@@ -367,7 +371,7 @@ def _specs(op: Op, sample: dict) -> list:
         if a.kind == "tensor" and sample.get(a.name) is not None:
             out.append(_tensor_spec(a.name, sample[a.name], a.optional))
         elif a.kind == "tensorlist":
-            out += [_tensor_spec(a.name, x, False) for x in sample.get(a.name) or [] if x is not None]
+            out += [_tensor_spec(a.name, x, a.elem_optional) for x in sample.get(a.name) or [] if x is not None]
     return out
 
 

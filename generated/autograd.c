@@ -2689,8 +2689,75 @@ yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
     return status;
 }
 
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * backward, from derivatives.yaml:194:
+ *   tensors: cat_backward(grad, dim, tensors)
+ */
+typedef struct cat_node {
+    yt_node base;      /* must be first */
+    int tensors_len;   /* elements of tensors: inputs 0.. of the node */
+    int64_t dim;       /* used by: tensors */
+    yt_saved *tensors; /* [tensors_len]; used by: tensors */
+} cat_node;
+
+static yt_status
+cat_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cat_node *node = (cat_node *)node_;
+
+    if (yt__needs_any_grad(&node->base, 0, node->tensors_len)) {
+        yt_tensor **tensors =
+            yt__saved_list_unpack(node->tensors, node->tensors_len, &node->base, "tensors");
+        int64_t n_grads = yt_cat_backward(grads[0], node->dim, tensors, node->tensors_len, out + 0,
+                                          node->tensors_len);
+        yt__release_list(tensors, node->tensors_len);
+        if (n_grads != node->tensors_len)
+            return n_grads < 0
+                       ? yt__last_status()
+                       : yt__fail_status(
+                             YT_ERR_INTERNAL,
+                             "cat: the formula for tensors gave %lld gradients for %d tensors",
+                             (long long)n_grads, node->tensors_len);
+    }
+    return YT_OK;
+}
+
+static void
+cat_release_saved(yt_node *node_)
+{
+    cat_node *node = (cat_node *)node_;
+    yt__saved_list_release(&node->tensors, node->tensors_len);
+}
+
+static const yt_node_kind cat_node_kind = {
+    .name = "CatBackward",
+    .op_name = "cat",
+    .size = sizeof(cat_node),
+    .backward = cat_backward,
+    .release_saved = cat_release_saved,
+};
+
+yt_status
+yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    cat_node *node = (cat_node *)yt__node_new(&cat_node_kind, 0 + tensors_len, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    node->tensors_len = tensors_len;
+    for (int i = 0; i < tensors_len; i++)
+        yt__node_set_edge(&node->base, 0 + i, tensors[i]);
+    node->dim = dim;
+    if (status == YT_OK && (yt__needs_any_grad(&node->base, 0, tensors_len)))
+        status = yt__saved_list_init(&node->tensors, tensors, tensors_len);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * backward, from derivatives.yaml:197:
+ * backward, from derivatives.yaml:200:
  *   self: index_select_backward(grad, self.shape, dim, index)
  */
 typedef struct index_select_node {
@@ -2750,7 +2817,7 @@ yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:200:
+ * backward, from derivatives.yaml:203:
  *   self: grad
  *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
  */
@@ -2824,7 +2891,7 @@ yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor 
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * backward, from derivatives.yaml:204:
+ * backward, from derivatives.yaml:207:
  *   self: index_copy(grad, dim, index, zeros_like(source))
  *   source: reshape(index_select(grad, dim, index), source.shape)
  */
@@ -2904,7 +2971,7 @@ yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * backward, from derivatives.yaml:208:
+ * backward, from derivatives.yaml:211:
  *   self: gather_backward(grad, self.shape, dim, index)
  */
 typedef struct gather_node {
@@ -2964,7 +3031,7 @@ yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:211:
+ * backward, from derivatives.yaml:214:
  *   self: scatter(grad, dim, index, 0)
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -3035,7 +3102,7 @@ yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *i
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * backward, from derivatives.yaml:215:
+ * backward, from derivatives.yaml:218:
  *   self: scatter(grad, dim, index, 0)
  */
 typedef struct scatter_value_node {
@@ -3092,7 +3159,7 @@ yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_ten
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:218:
+ * backward, from derivatives.yaml:221:
  *   self: grad
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -3161,7 +3228,7 @@ yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tenso
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * backward, from derivatives.yaml:222:
+ * backward, from derivatives.yaml:225:
  *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_node {
@@ -3225,7 +3292,7 @@ yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, i
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * backward, from derivatives.yaml:225:
+ * backward, from derivatives.yaml:228:
  *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_dense_backward_node {
@@ -3282,6 +3349,186 @@ yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, y
     node->scale_grad_by_freq = scale_grad_by_freq;
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:234:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_node;
+
+static yt_status
+sort_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_node *node = (sort_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_release_saved(yt_node *node_)
+{
+    sort_node *node = (sort_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_node_kind = {
+    .name = "SortBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_node),
+    .backward = sort_backward,
+    .release_saved = sort_release_saved,
+};
+
+yt_status
+yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_node *node = (sort_node *)yt__node_new(&sort_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:238:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_stable_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_stable_node;
+
+static yt_status
+sort_stable_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_stable_release_saved(yt_node *node_)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_stable_node_kind = {
+    .name = "SortStableBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_stable_node),
+    .backward = sort_stable_backward,
+    .release_saved = sort_stable_release_saved,
+};
+
+yt_status
+yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_stable_node *node = (sort_stable_node *)yt__node_new(&sort_stable_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:242:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct topk_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} topk_node;
+
+static yt_status
+topk_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    topk_node *node = (topk_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+topk_release_saved(yt_node *node_)
+{
+    topk_node *node = (topk_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind topk_node_kind = {
+    .name = "TopkBackward",
+    .op_name = "topk",
+    .size = sizeof(topk_node),
+    .backward = topk_backward,
+    .release_saved = topk_release_saved,
+};
+
+yt_status
+yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    topk_node *node = (topk_node *)yt__node_new(&topk_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
     yt__node_release(&node->base);
     return status;
 }

@@ -171,6 +171,10 @@ const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_triu,
 };
 
+const yt__cat_kernel_fn yt__cat_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cat,
+};
+
 const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_index_select,
 };
@@ -210,6 +214,18 @@ const yt__embedding_dense_backward_kernel_fn yt__embedding_dense_backward_kernel
 
 const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_argsort,
+};
+
+const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort,
+};
+
+const yt__sort_stable_kernel_fn yt__sort_stable_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort_stable,
+};
+
+const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_topk,
 };
 
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {

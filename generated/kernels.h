@@ -208,6 +208,12 @@ typedef yt_status (*yt__triu_kernel_fn)(yt_tensor *result, yt_tensor *self, int6
 extern const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
 
+typedef yt_status (*yt__cat_kernel_fn)(yt_tensor *result, yt_tensor *const *tensors,
+                                       int tensors_len, int64_t dim);
+extern const yt__cat_kernel_fn yt__cat_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len,
+                                  int64_t dim);
+
 typedef yt_status (*yt__index_select_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                                 yt_tensor *index);
 extern const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT];
@@ -274,6 +280,25 @@ typedef yt_status (*yt__argsort_kernel_fn)(yt_tensor *result, yt_tensor *self, i
 extern const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim,
                                       bool descending);
+
+typedef yt_status (*yt__sort_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                        int64_t dim, bool descending);
+extern const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool descending);
+
+typedef yt_status (*yt__sort_stable_kernel_fn)(yt_tensor *values, yt_tensor *indices,
+                                               yt_tensor *self, const bool *stable, int64_t dim,
+                                               bool descending);
+extern const yt__sort_stable_kernel_fn yt__sort_stable_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                          const bool *stable, int64_t dim, bool descending);
+
+typedef yt_status (*yt__topk_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                        int64_t k, int64_t dim, bool largest, bool sorted);
+extern const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t k, int64_t dim, bool largest, bool sorted);
 
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
@@ -363,6 +388,16 @@ YT_INTERNAL yt_tensor *yt__composite_roll_backward(yt_tensor *grad, const int64_
                                                    int dims_len);
 YT_INTERNAL yt_tensor *yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len,
                                          const char *mode, const double *value);
+YT_INTERNAL int64_t yt__composite_cat_backward(yt_tensor *grad, int64_t dim,
+                                               yt_tensor *const *tensors, int tensors_len,
+                                               yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL yt_tensor *yt__composite_stack(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+YT_INTERNAL int64_t yt__composite_split(yt_tensor *self, int64_t split_size, int64_t dim,
+                                        yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL int64_t yt__composite_chunk(yt_tensor *self, int64_t chunks, int64_t dim,
+                                        yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL int64_t yt__composite_unbind(yt_tensor *self, int64_t dim, yt_tensor **out,
+                                         int64_t out_capacity);
 YT_INTERNAL yt_tensor *yt__composite_index_select_backward(yt_tensor *grad,
                                                            const int64_t *self_sizes,
                                                            int self_sizes_len, int64_t dim,
@@ -385,6 +420,10 @@ YT_INTERNAL yt_tensor *yt__composite_embedding_dense_double_backward(yt_tensor *
 YT_INTERNAL yt_tensor *yt__composite_one_hot(yt_tensor *self, int64_t num_classes);
 YT_INTERNAL yt_tensor *yt__composite_nonzero(yt_tensor *self);
 YT_INTERNAL yt_tensor *yt__composite_masked_select(yt_tensor *self, yt_tensor *mask);
+YT_INTERNAL yt_tensor *yt__composite_index(yt_tensor *self, yt_tensor *const *indices,
+                                           int indices_len);
+YT_INTERNAL yt_tensor *yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices,
+                                               int indices_len, yt_tensor *values, bool accumulate);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

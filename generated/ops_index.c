@@ -12,7 +12,7 @@
 #endif
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:829; backward from derivatives.yaml:197 */
+ * from ops.yaml:904; backward from derivatives.yaml:200 */
 yt_tensor *
 yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -54,7 +54,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:829; backward from derivatives.yaml:197 */
+ * from ops.yaml:904; backward from derivatives.yaml:200 */
 yt_status
 yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -109,7 +109,7 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:853; backward from derivatives.yaml:200 */
+ * from ops.yaml:928; backward from derivatives.yaml:203 */
 yt_tensor *
 yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -117,7 +117,7 @@ yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:853; backward from derivatives.yaml:200 */
+ * from ops.yaml:928; backward from derivatives.yaml:203 */
 yt_tensor *
 yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source, yt_scalar alpha)
 {
@@ -171,7 +171,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:853; backward from derivatives.yaml:200 */
+ * from ops.yaml:928; backward from derivatives.yaml:203 */
 yt_status
 yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -179,7 +179,7 @@ yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:853; backward from derivatives.yaml:200 */
+ * from ops.yaml:928; backward from derivatives.yaml:203 */
 yt_status
 yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                     yt_tensor *source, yt_scalar alpha)
@@ -247,7 +247,7 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:868; backward from derivatives.yaml:204 */
+ * from ops.yaml:943; backward from derivatives.yaml:207 */
 yt_tensor *
 yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -297,7 +297,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:868; backward from derivatives.yaml:204 */
+ * from ops.yaml:943; backward from derivatives.yaml:207 */
 yt_status
 yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -360,7 +360,7 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:881; backward from derivatives.yaml:208 */
+ * from ops.yaml:956; backward from derivatives.yaml:211 */
 yt_tensor *
 yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -368,7 +368,7 @@ yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:881; backward from derivatives.yaml:208 */
+ * from ops.yaml:956; backward from derivatives.yaml:211 */
 yt_tensor *
 yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -410,7 +410,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:881; backward from derivatives.yaml:208 */
+ * from ops.yaml:956; backward from derivatives.yaml:211 */
 yt_status
 yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -418,7 +418,7 @@ yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:881; backward from derivatives.yaml:208 */
+ * from ops.yaml:956; backward from derivatives.yaml:211 */
 yt_status
 yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -474,7 +474,7 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:904; backward from derivatives.yaml:211 */
+ * from ops.yaml:979; backward from derivatives.yaml:214 */
 yt_tensor *
 yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -523,7 +523,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:904; backward from derivatives.yaml:211 */
+ * from ops.yaml:979; backward from derivatives.yaml:214 */
 yt_status
 yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -585,7 +585,7 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:926; backward from derivatives.yaml:215 */
+ * from ops.yaml:1001; backward from derivatives.yaml:218 */
 yt_tensor *
 yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value)
 {
@@ -628,7 +628,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:926; backward from derivatives.yaml:215 */
+ * from ops.yaml:1001; backward from derivatives.yaml:218 */
 yt_status
 yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                      yt_scalar value)
@@ -686,7 +686,7 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:938; backward from derivatives.yaml:218 */
+ * from ops.yaml:1013; backward from derivatives.yaml:221 */
 yt_tensor *
 yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -736,7 +736,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:938; backward from derivatives.yaml:218 */
+ * from ops.yaml:1013; backward from derivatives.yaml:221 */
 yt_status
 yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -799,7 +799,7 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:953; backward from derivatives.yaml:222 */
+ * from ops.yaml:1028; backward from derivatives.yaml:225 */
 yt_tensor *
 yt_embedding(yt_tensor *weight, yt_tensor *indices)
 {
@@ -807,7 +807,7 @@ yt_embedding(yt_tensor *weight, yt_tensor *indices)
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:953; backward from derivatives.yaml:222 */
+ * from ops.yaml:1028; backward from derivatives.yaml:225 */
 yt_tensor *
 yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool scale_grad_by_freq,
                 bool sparse)
@@ -856,7 +856,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:1000 */
+ * from ops.yaml:1075 */
 yt_tensor *
 yt_one_hot(yt_tensor *self)
 {
@@ -864,7 +864,7 @@ yt_one_hot(yt_tensor *self)
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:1000 */
+ * from ops.yaml:1075 */
 yt_tensor *
 yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 {
@@ -880,7 +880,7 @@ yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 }
 
 /* nonzero(Tensor self) -> Tensor
- * from ops.yaml:1012 */
+ * from ops.yaml:1087 */
 yt_tensor *
 yt_nonzero(yt_tensor *self)
 {
@@ -893,7 +893,7 @@ yt_nonzero(yt_tensor *self)
 }
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
- * from ops.yaml:1024 */
+ * from ops.yaml:1099 */
 yt_tensor *
 yt_masked_select(yt_tensor *self, yt_tensor *mask)
 {
@@ -914,7 +914,7 @@ yt_masked_select(yt_tensor *self, yt_tensor *mask)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:1038 */
+ * from ops.yaml:1113 */
 yt_tensor *
 yt_argsort(yt_tensor *self)
 {
@@ -922,7 +922,7 @@ yt_argsort(yt_tensor *self)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:1038 */
+ * from ops.yaml:1113 */
 yt_tensor *
 yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 {
@@ -945,4 +945,230 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
         return NULL;
     }
     return yt__scope_track(result);
+}
+
+/* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
+ * from ops.yaml:1128 */
+yt_tensor *
+yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
+{
+    if (self == NULL)
+        return yt__null_arg("index", "self"); /* keeps an earlier error */
+    if (indices_len < 0 || (indices == NULL && indices_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "index: indices has %d entries (expected >= 0, non-NULL when > 0)",
+                        indices_len);
+    for (int i = 0; i < indices_len; i++) {
+        if (indices[i] == NULL)
+            continue; /* None */
+        if (indices[i]->device != self->device)
+            return yt__fail(YT_ERR_DEVICE, "index: indices[%d] is on %s but self is on %s", i,
+                            yt_device_name(indices[i]->device), yt_device_name(self->device));
+    }
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_index(self, indices, indices_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * from ops.yaml:1142 */
+yt_tensor *
+yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values)
+{
+    return yt_index_put_ex(self, indices, indices_len, values, false);
+}
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * from ops.yaml:1142 */
+yt_tensor *
+yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values,
+                bool accumulate)
+{
+    if (self == NULL)
+        return yt__null_arg("index_put", "self"); /* keeps an earlier error */
+    if (values == NULL)
+        return yt__null_arg("index_put", "values"); /* keeps an earlier error */
+    if (indices_len < 0 || (indices == NULL && indices_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "index_put: indices has %d entries (expected >= 0, non-NULL when > 0)",
+                        indices_len);
+    for (int i = 0; i < indices_len; i++) {
+        if (indices[i] == NULL)
+            continue; /* None */
+        if (indices[i]->device != self->device)
+            return yt__fail(YT_ERR_DEVICE, "index_put: indices[%d] is on %s but self is on %s", i,
+                            yt_device_name(indices[i]->device), yt_device_name(self->device));
+    }
+    if (values->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "index_put: values is on %s but self is on %s",
+                        yt_device_name(values->device), yt_device_name(self->device));
+    if (values->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "index_put: values has dtype %s but self has dtype %s",
+                        yt_dtype_name(values->dtype), yt_dtype_name(self->dtype));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_index_put(self, indices, indices_len, values, accumulate);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1156; backward from derivatives.yaml:234 */
+yt_status
+yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
+{
+    return yt_sort_ex(self, -1, false, values, indices);
+}
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1156; backward from derivatives.yaml:234 */
+yt_status
+yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "sort: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("sort", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "sort", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    yt__shape_of(&values_shape, self);
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__sort_kernel_fn kernel = yt__sort_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "sort: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status =
+        new_indices == NULL ? yt_errcode() : kernel(new_values, new_indices, self, dim, descending);
+    if (status == YT_OK && recording)
+        status = yt__record_sort(new_values, new_indices, self, dim);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1172; backward from derivatives.yaml:238 */
+yt_status
+yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tensor **indices)
+{
+    return yt_sort_stable_ex(self, stable, -1, false, values, indices);
+}
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1172; backward from derivatives.yaml:238 */
+yt_status
+yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descending,
+                  yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "sort: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("sort", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "sort", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    yt__shape_of(&values_shape, self);
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__sort_stable_kernel_fn kernel = yt__sort_stable_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "sort: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = new_indices == NULL
+                           ? yt_errcode()
+                           : kernel(new_values, new_indices, self, stable, dim, descending);
+    if (status == YT_OK && recording)
+        status = yt__record_sort_stable(new_values, new_indices, self, dim);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1184; backward from derivatives.yaml:242 */
+yt_status
+yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
+{
+    return yt_topk_ex(self, k, -1, true, true, values, indices);
+}
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1184; backward from derivatives.yaml:242 */
+yt_status
+yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, yt_tensor **values,
+           yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "topk: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("topk", "self"); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "topk", "dim") != YT_OK)
+        return yt_errcode();
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    yt_shape values_shape;
+    if (yt__shape_topk(&values_shape, "topk", self, k, dim) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__topk_kernel_fn kernel = yt__topk_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "topk: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = new_indices == NULL
+                           ? yt_errcode()
+                           : kernel(new_values, new_indices, self, k, dim, largest, sorted);
+    if (status == YT_OK && recording)
+        status = yt__record_topk(new_values, new_indices, self, dim);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
 }

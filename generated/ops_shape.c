@@ -590,3 +590,244 @@ yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, co
     yt__scope_resume();
     return yt__scope_track(result);
 }
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:826; backward from derivatives.yaml:194 */
+yt_tensor *
+yt_cat(yt_tensor *const *tensors, int tensors_len)
+{
+    return yt_cat_ex(tensors, tensors_len, 0);
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:826; backward from derivatives.yaml:194 */
+yt_tensor *
+yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "cat: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+                        tensors_len);
+    if (tensors_len == 0)
+        return yt__fail(YT_ERR_VALUE, "cat: expected a non-empty list of tensors in tensors");
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__null_arg("cat", "tensors"); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != tensors[0]->device)
+            return yt__fail(YT_ERR_DEVICE, "cat: tensors[%d] is on %s but tensors[0] is on %s", i,
+                            yt_device_name(tensors[i]->device), yt_device_name(tensors[0]->device));
+    }
+    yt_dtype compute_dtype = yt__result_type(tensors_len, tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_cat(&result_shape, "cat", tensors, tensors_len, dim) != YT_OK)
+        return NULL;
+    yt_device result_device = tensors[0]->device;
+    yt__cat_kernel_fn kernel = yt__cat_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "cat: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(tensors_len, tensors);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, tensors, tensors_len, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_cat(result, tensors, tensors_len, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:826; backward from derivatives.yaml:194 */
+yt_status
+yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
+{
+    return yt_cat_ex_out(out, tensors, tensors_len, 0);
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:826; backward from derivatives.yaml:194 */
+yt_status
+yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    if (out == NULL)
+        return yt__null_status("cat_out", "out"); /* keeps an earlier error */
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "cat_out: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+                               tensors_len);
+    if (tensors_len == 0)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "cat_out: expected a non-empty list of tensors in tensors");
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__null_status("cat_out", "tensors"); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != tensors[0]->device)
+            return yt__fail_status(
+                YT_ERR_DEVICE, "cat_out: tensors[%d] is on %s but tensors[0] is on %s", i,
+                yt_device_name(tensors[i]->device), yt_device_name(tensors[0]->device));
+    }
+    if (out->device != tensors[0]->device)
+        return yt__fail_status(YT_ERR_DEVICE, "cat_out: out is on %s but tensors[0] is on %s",
+                               yt_device_name(out->device), yt_device_name(tensors[0]->device));
+    yt_dtype compute_dtype = yt__result_type(tensors_len, tensors, 0, NULL);
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_cat(&result_shape, "cat_out", tensors, tensors_len, dim) != YT_OK)
+        return yt_errcode();
+    yt_device result_device = tensors[0]->device;
+    yt__cat_kernel_fn kernel = yt__cat_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "cat_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[1] = {
+        out,
+    };
+    if (yt__any_requires_grad(1, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "cat_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "cat_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, tensors, tensors_len, dim);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:849 */
+yt_tensor *
+yt_stack(yt_tensor *const *tensors, int tensors_len)
+{
+    return yt_stack_ex(tensors, tensors_len, 0);
+}
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * from ops.yaml:849 */
+yt_tensor *
+yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "stack: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+                        tensors_len);
+    if (tensors_len == 0)
+        return yt__fail(YT_ERR_VALUE, "stack: expected a non-empty list of tensors in tensors");
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__null_arg("stack", "tensors"); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != tensors[0]->device)
+            return yt__fail(YT_ERR_DEVICE, "stack: tensors[%d] is on %s but tensors[0] is on %s", i,
+                            yt_device_name(tensors[i]->device), yt_device_name(tensors[0]->device));
+    }
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_stack(tensors, tensors_len, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * from ops.yaml:862 */
+int64_t
+yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity)
+{
+    return yt_split_ex(self, split_size, 0, out, out_capacity);
+}
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * from ops.yaml:862 */
+int64_t
+yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "split: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (self == NULL)
+        return yt__count_error(yt__null_status("split", "self")); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "split", "dim") != YT_OK)
+        return -1;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_split(self, split_size, dim, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * from ops.yaml:875 */
+int64_t
+yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
+{
+    return yt_chunk_ex(self, chunks, 0, out, out_capacity);
+}
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * from ops.yaml:875 */
+int64_t
+yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "chunk: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (self == NULL)
+        return yt__count_error(yt__null_status("chunk", "self")); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "chunk", "dim") != YT_OK)
+        return -1;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_chunk(self, chunks, dim, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * from ops.yaml:888 */
+int64_t
+yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
+{
+    return yt_unbind_ex(self, 0, out, out_capacity);
+}
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * from ops.yaml:888 */
+int64_t
+yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "unbind: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (self == NULL)
+        return yt__count_error(yt__null_status("unbind", "self")); /* keeps an earlier error */
+    if (yt__wrap_dim(&dim, self->dim, "unbind", "dim") != YT_OK)
+        return -1;
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_unbind(self, dim, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}

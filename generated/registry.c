@@ -294,6 +294,33 @@ static const op_info registry[] = {
             "Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None; negative pads crop), by reflection without repeating the edge, or by repeating the edge.",
     },
     {
+        .schema = "cat(Tensor[] tensors, int dim=0) -> Tensor",
+        .doc =
+            "Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped, as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.",
+    },
+    {
+        .schema = "cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]",
+        .doc =
+            "Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped 1-D empty inputs).",
+    },
+    {
+        .schema = "stack(Tensor[] tensors, int dim=0) -> Tensor",
+        .doc = "Joins equally shaped `tensors` along a new dimension `dim`.",
+    },
+    {
+        .schema = "split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]",
+        .doc =
+            "Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the number of pieces.",
+    },
+    {
+        .schema = "chunk(Tensor self, int chunks, int dim=0) -> Tensor[]",
+        .doc = "`self` split into at most `chunks` views of ceil(size / chunks) along `dim`.",
+    },
+    {
+        .schema = "unbind.int(Tensor self, int dim=0) -> Tensor[]",
+        .doc = "The views self.select(dim, i) for every i, one dimension fewer each.",
+    },
+    {
         .schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor",
         .doc =
             "The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and out-of-range values are errors).",
@@ -388,6 +415,35 @@ static const op_info registry[] = {
         .schema = "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
         .doc =
             "The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as in PyTorch).",
+    },
+    {
+        .schema = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+        .doc =
+            "Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the indexed ones in place when those are adjacent, else lead the result.",
+    },
+    {
+        .schema =
+            "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+        .doc =
+            "A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when `accumulate` (repeated positions then add up).",
+    },
+    {
+        .schema =
+            "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        .doc =
+            "`self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal values keep their order); NaN sorts above every number, as in PyTorch.",
+    },
+    {
+        .schema =
+            "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+        .doc =
+            "sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents intent).",
+    },
+    {
+        .schema =
+            "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+        .doc =
+            "The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties in first-come order).",
     },
     {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",

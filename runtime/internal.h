@@ -218,6 +218,10 @@ YT_INTERNAL yt_status yt__shape_index_select(yt_shape *out, const char *op, yt_t
                                              int64_t dim, yt_tensor *index);
 YT_INTERNAL yt_status yt__shape_gather(yt_shape *out, const char *op, yt_tensor *self, int64_t dim,
                                        yt_tensor *index);
+YT_INTERNAL yt_status yt__shape_cat(yt_shape *out, const char *op, yt_tensor *const *tensors,
+                                    int tensors_len, int64_t dim);
+YT_INTERNAL yt_status yt__shape_topk(yt_shape *out, const char *op, yt_tensor *self, int64_t k,
+                                     int64_t dim);
 YT_INTERNAL yt_status yt__shape_embedding(yt_shape *out, const char *op, yt_tensor *weight,
                                           yt_tensor *indices);
 YT_INTERNAL yt_status yt__shape_embedding_dense_backward(yt_shape *out, const char *op,

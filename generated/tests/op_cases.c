@@ -4700,14 +4700,405 @@ error_pad_530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_531(yt_tensor *const *inputs, void *ctx)
+call_cat_531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_532(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+out_cat_534(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, -1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_535(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+out_cat_536(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_537(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, 0);
+}
+
+static yt_tensor *
+out_cat_538(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_540(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_stack_541(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_stack_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+call_stack_543(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+call_stack_544(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_545(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+/* -> Tensor[] cases: one tensor from the pieces, sum_i (i + 1) * sum(piece_i), so that every
+ * piece's gradient is checked (and told apart); NULL when the call failed. */
+static yt_tensor *
+weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
+{
+    if (n < 0)
+        return NULL;
+    yt_tensor *total = yt_sum(first);
+    yt_tensor *acc = yt_mul_scalar(total, yt_int(0));
+    yt_release(total);
+    for (int64_t i = 0; i < n; i++) {
+        yt_tensor *sum = yt_sum(pieces[i]);
+        yt_tensor *term = yt_mul_scalar(sum, yt_int(i + 1));
+        yt_tensor *next = yt_add(acc, term);
+        yt_release(sum);
+        yt_release(acc);
+        yt_release(term);
+        yt_release(pieces[i]);
+        acc = next;
+    }
+    return acc;
+}
+
+static yt_tensor *
+call_split_546(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_547(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 3, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 3, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 3, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_550(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 4, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 4, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 4, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_553(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_554(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_555(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_556(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 4, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 4, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 4, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_558(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 3, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 3, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_559(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 3, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_561(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_562(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_563(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_564(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_565(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_566(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_567(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_568(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_569(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_index_select_570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_532(yt_tensor *const *inputs, void *ctx)
+out_index_select_571(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4718,14 +5109,14 @@ out_index_select_532(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_533(yt_tensor *const *inputs, void *ctx)
+call_index_select_572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_534(yt_tensor *const *inputs, void *ctx)
+out_index_select_573(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -4736,14 +5127,14 @@ out_index_select_534(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_535(yt_tensor *const *inputs, void *ctx)
+call_index_select_574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_536(yt_tensor *const *inputs, void *ctx)
+out_index_select_575(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -4754,14 +5145,14 @@ out_index_select_536(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_537(yt_tensor *const *inputs, void *ctx)
+call_index_select_576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_538(yt_tensor *const *inputs, void *ctx)
+out_index_select_577(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4772,14 +5163,14 @@ out_index_select_538(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_539(yt_tensor *const *inputs, void *ctx)
+call_index_select_578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_540(yt_tensor *const *inputs, void *ctx)
+out_index_select_579(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4790,14 +5181,14 @@ out_index_select_540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_541(yt_tensor *const *inputs, void *ctx)
+call_index_select_580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_542(yt_tensor *const *inputs, void *ctx)
+out_index_select_581(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -4808,28 +5199,28 @@ out_index_select_542(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_543(yt_tensor *const *inputs, void *ctx)
+error_index_select_582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_544(yt_tensor *const *inputs, void *ctx)
+error_index_select_583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_545(yt_tensor *const *inputs, void *ctx)
+call_index_add_584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_546(yt_tensor *const *inputs, void *ctx)
+out_index_add_585(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4841,14 +5232,14 @@ out_index_add_546(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_547(yt_tensor *const *inputs, void *ctx)
+call_index_add_586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_548(yt_tensor *const *inputs, void *ctx)
+out_index_add_587(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4860,14 +5251,14 @@ out_index_add_548(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_549(yt_tensor *const *inputs, void *ctx)
+call_index_add_588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_550(yt_tensor *const *inputs, void *ctx)
+out_index_add_589(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4879,14 +5270,14 @@ out_index_add_550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_551(yt_tensor *const *inputs, void *ctx)
+call_index_add_590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_552(yt_tensor *const *inputs, void *ctx)
+out_index_add_591(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4898,14 +5289,14 @@ out_index_add_552(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_553(yt_tensor *const *inputs, void *ctx)
+call_index_add_592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_554(yt_tensor *const *inputs, void *ctx)
+out_index_add_593(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -4917,28 +5308,28 @@ out_index_add_554(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_555(yt_tensor *const *inputs, void *ctx)
+error_index_add_594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_556(yt_tensor *const *inputs, void *ctx)
+error_index_add_595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_557(yt_tensor *const *inputs, void *ctx)
+call_index_copy_596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_558(yt_tensor *const *inputs, void *ctx)
+out_index_copy_597(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -4949,14 +5340,14 @@ out_index_copy_558(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_559(yt_tensor *const *inputs, void *ctx)
+call_index_copy_598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_560(yt_tensor *const *inputs, void *ctx)
+out_index_copy_599(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4967,14 +5358,14 @@ out_index_copy_560(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_561(yt_tensor *const *inputs, void *ctx)
+call_index_copy_600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_562(yt_tensor *const *inputs, void *ctx)
+out_index_copy_601(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -4985,28 +5376,28 @@ out_index_copy_562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_563(yt_tensor *const *inputs, void *ctx)
+error_index_copy_602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_564(yt_tensor *const *inputs, void *ctx)
+error_index_copy_603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_565(yt_tensor *const *inputs, void *ctx)
+call_gather_604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_566(yt_tensor *const *inputs, void *ctx)
+out_gather_605(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -5017,14 +5408,14 @@ out_gather_566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_567(yt_tensor *const *inputs, void *ctx)
+call_gather_606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_568(yt_tensor *const *inputs, void *ctx)
+out_gather_607(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -5035,14 +5426,14 @@ out_gather_568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_569(yt_tensor *const *inputs, void *ctx)
+call_gather_608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_570(yt_tensor *const *inputs, void *ctx)
+out_gather_609(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -5053,14 +5444,14 @@ out_gather_570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_571(yt_tensor *const *inputs, void *ctx)
+call_gather_610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_572(yt_tensor *const *inputs, void *ctx)
+out_gather_611(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -5071,14 +5462,14 @@ out_gather_572(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_573(yt_tensor *const *inputs, void *ctx)
+call_gather_612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_574(yt_tensor *const *inputs, void *ctx)
+out_gather_613(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -5089,28 +5480,28 @@ out_gather_574(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_575(yt_tensor *const *inputs, void *ctx)
+error_gather_614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_576(yt_tensor *const *inputs, void *ctx)
+error_gather_615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_577(yt_tensor *const *inputs, void *ctx)
+call_scatter_616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_578(yt_tensor *const *inputs, void *ctx)
+out_scatter_617(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -5121,14 +5512,14 @@ out_scatter_578(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_579(yt_tensor *const *inputs, void *ctx)
+call_scatter_618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_580(yt_tensor *const *inputs, void *ctx)
+out_scatter_619(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -5139,14 +5530,14 @@ out_scatter_580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_581(yt_tensor *const *inputs, void *ctx)
+call_scatter_620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_582(yt_tensor *const *inputs, void *ctx)
+out_scatter_621(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -5157,14 +5548,14 @@ out_scatter_582(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_583(yt_tensor *const *inputs, void *ctx)
+call_scatter_622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_584(yt_tensor *const *inputs, void *ctx)
+out_scatter_623(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -5175,28 +5566,28 @@ out_scatter_584(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_585(yt_tensor *const *inputs, void *ctx)
+error_scatter_624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_586(yt_tensor *const *inputs, void *ctx)
+error_scatter_625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_587(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_588(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_627(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -5207,14 +5598,14 @@ out_scatter_value_588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_589(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_590(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_629(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -5225,14 +5616,14 @@ out_scatter_value_590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_591(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_592(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_631(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -5243,28 +5634,28 @@ out_scatter_value_592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_593(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_594(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_595(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_596(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_635(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -5275,14 +5666,14 @@ out_scatter_add_596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_597(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_598(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_637(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -5293,14 +5684,14 @@ out_scatter_add_598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_599(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_600(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_639(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -5311,14 +5702,14 @@ out_scatter_add_600(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_601(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_602(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_641(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -5329,14 +5720,14 @@ out_scatter_add_602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_603(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_604(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_643(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -5347,238 +5738,594 @@ out_scatter_add_604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_605(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_606(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_607(yt_tensor *const *inputs, void *ctx)
+call_embedding_646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_608(yt_tensor *const *inputs, void *ctx)
+call_embedding_647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_609(yt_tensor *const *inputs, void *ctx)
+call_embedding_648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_610(yt_tensor *const *inputs, void *ctx)
+call_embedding_649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_611(yt_tensor *const *inputs, void *ctx)
+error_embedding_650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_612(yt_tensor *const *inputs, void *ctx)
+error_embedding_651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_613(yt_tensor *const *inputs, void *ctx)
+error_embedding_652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_614(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_615(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_616(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_617(yt_tensor *const *inputs, void *ctx)
+call_one_hot_656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_618(yt_tensor *const *inputs, void *ctx)
+call_one_hot_657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_619(yt_tensor *const *inputs, void *ctx)
+call_one_hot_658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_620(yt_tensor *const *inputs, void *ctx)
+call_one_hot_659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_621(yt_tensor *const *inputs, void *ctx)
+error_one_hot_660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_nonzero_622(yt_tensor *const *inputs, void *ctx)
+call_nonzero_661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_623(yt_tensor *const *inputs, void *ctx)
+call_nonzero_662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_624(yt_tensor *const *inputs, void *ctx)
+call_nonzero_663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_625(yt_tensor *const *inputs, void *ctx)
+call_nonzero_664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_626(yt_tensor *const *inputs, void *ctx)
+call_masked_select_665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_627(yt_tensor *const *inputs, void *ctx)
+call_masked_select_666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_628(yt_tensor *const *inputs, void *ctx)
+call_masked_select_667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_629(yt_tensor *const *inputs, void *ctx)
+call_masked_select_668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_630(yt_tensor *const *inputs, void *ctx)
+call_masked_select_669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_631(yt_tensor *const *inputs, void *ctx)
+error_masked_select_670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_632(yt_tensor *const *inputs, void *ctx)
+error_masked_select_671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_633(yt_tensor *const *inputs, void *ctx)
+call_argsort_672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_634(yt_tensor *const *inputs, void *ctx)
+call_argsort_673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-call_argsort_635(yt_tensor *const *inputs, void *ctx)
+call_argsort_674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argsort_636(yt_tensor *const *inputs, void *ctx)
+call_argsort_675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_637(yt_tensor *const *inputs, void *ctx)
+call_argsort_676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_zeros_638(yt_tensor *const *inputs, void *ctx)
+call_index_677(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_678(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_679(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
+    return yt_index(inputs[0], indices, 3);
+}
+
+static yt_tensor *
+call_index_680(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_681(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_682(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_put_683(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_684(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_685(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+}
+
+static yt_tensor *
+call_index_put_686(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+}
+
+static yt_tensor *
+call_index_put_687(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_sort_values_688(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_689(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_690(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_691(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_692(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_693(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_694(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_695(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_696(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_697(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_698(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_699(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_700(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_701(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_702(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_703(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_704(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_705(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_706(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_707(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_708(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_709(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_710(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_711(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_zeros_712(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5587,7 +6334,7 @@ call_zeros_638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_639(yt_tensor *const *inputs, void *ctx)
+call_ones_713(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5596,7 +6343,7 @@ call_ones_639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_640(yt_tensor *const *inputs, void *ctx)
+call_full_714(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5605,7 +6352,7 @@ call_full_640(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_641(yt_tensor *const *inputs, void *ctx)
+call_arange_715(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5613,7 +6360,7 @@ call_arange_641(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_642(yt_tensor *const *inputs, void *ctx)
+call_rand_716(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5622,7 +6369,7 @@ call_rand_642(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_643(yt_tensor *const *inputs, void *ctx)
+error_rand_717(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5631,7 +6378,7 @@ error_rand_643(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_644(yt_tensor *const *inputs, void *ctx)
+call_randn_718(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5640,7 +6387,7 @@ call_randn_644(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_645(yt_tensor *const *inputs, void *ctx)
+error_randn_719(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -5649,7 +6396,7 @@ error_randn_645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_646(yt_tensor *const *inputs, void *ctx)
+call_sum_to_720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -5657,7 +6404,7 @@ call_sum_to_646(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_647(yt_tensor *const *inputs, void *ctx)
+call_sum_to_721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5665,7 +6412,7 @@ call_sum_to_647(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_648(yt_tensor *const *inputs, void *ctx)
+error_sum_to_722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -8456,411 +9203,677 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "cat",
+        .where = "ops.yaml:834 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_531,
+        .call_inplace = NULL,
+        .call_out = out_cat_532,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:834 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_533,
+        .call_inplace = NULL,
+        .call_out = out_cat_534,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:834 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_535,
+        .call_inplace = NULL,
+        .call_out = out_cat_536,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:834 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_537,
+        .call_inplace = NULL,
+        .call_out = out_cat_538,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:834 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = call_cat_539,
+        .call_inplace = NULL,
+        .call_out = out_cat_540,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:855 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_541,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:855 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_542,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:855 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_543,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:855 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_544,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:855 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_545,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:869 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_546,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:869 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_split_548,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:869 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_split_550,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:869 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_552,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:882 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_554,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:882 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_556,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:882 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_chunk_558,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:882 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_560,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:895 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_562,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:895 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_564,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:895 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unbind_566,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:895 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_568,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "index_select",
-        .where = "ops.yaml:837 sample 0",
+        .where = "ops.yaml:912 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_531,
+        .call = call_index_select_570,
         .call_inplace = NULL,
-        .call_out = out_index_select_532,
+        .call_out = out_index_select_571,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:837 sample 1",
+        .where = "ops.yaml:912 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_533,
+        .call = call_index_select_572,
         .call_inplace = NULL,
-        .call_out = out_index_select_534,
+        .call_out = out_index_select_573,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:837 sample 2",
+        .where = "ops.yaml:912 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_535,
+        .call = call_index_select_574,
         .call_inplace = NULL,
-        .call_out = out_index_select_536,
+        .call_out = out_index_select_575,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:837 sample 3",
+        .where = "ops.yaml:912 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_537,
+        .call = call_index_select_576,
         .call_inplace = NULL,
-        .call_out = out_index_select_538,
+        .call_out = out_index_select_577,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:837 sample 4",
+        .where = "ops.yaml:912 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_539,
+        .call = call_index_select_578,
         .call_inplace = NULL,
-        .call_out = out_index_select_540,
+        .call_out = out_index_select_579,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:837 sample 5",
+        .where = "ops.yaml:912 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_541,
+        .call = call_index_select_580,
         .call_inplace = NULL,
-        .call_out = out_index_select_542,
+        .call_out = out_index_select_581,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:861 sample 0",
+        .where = "ops.yaml:936 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_545,
+        .call = call_index_add_584,
         .call_inplace = NULL,
-        .call_out = out_index_add_546,
+        .call_out = out_index_add_585,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:861 sample 1",
+        .where = "ops.yaml:936 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_547,
+        .call = call_index_add_586,
         .call_inplace = NULL,
-        .call_out = out_index_add_548,
+        .call_out = out_index_add_587,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:861 sample 2",
+        .where = "ops.yaml:936 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_549,
+        .call = call_index_add_588,
         .call_inplace = NULL,
-        .call_out = out_index_add_550,
+        .call_out = out_index_add_589,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:861 sample 3",
+        .where = "ops.yaml:936 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_551,
+        .call = call_index_add_590,
         .call_inplace = NULL,
-        .call_out = out_index_add_552,
+        .call_out = out_index_add_591,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:861 sample 4",
+        .where = "ops.yaml:936 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_553,
+        .call = call_index_add_592,
         .call_inplace = NULL,
-        .call_out = out_index_add_554,
+        .call_out = out_index_add_593,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:876 sample 0",
+        .where = "ops.yaml:951 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_557,
+        .call = call_index_copy_596,
         .call_inplace = NULL,
-        .call_out = out_index_copy_558,
+        .call_out = out_index_copy_597,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:876 sample 1",
+        .where = "ops.yaml:951 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_559,
+        .call = call_index_copy_598,
         .call_inplace = NULL,
-        .call_out = out_index_copy_560,
+        .call_out = out_index_copy_599,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:876 sample 2",
+        .where = "ops.yaml:951 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_561,
+        .call = call_index_copy_600,
         .call_inplace = NULL,
-        .call_out = out_index_copy_562,
+        .call_out = out_index_copy_601,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:889 sample 0",
+        .where = "ops.yaml:964 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_565,
+        .call = call_gather_604,
         .call_inplace = NULL,
-        .call_out = out_gather_566,
+        .call_out = out_gather_605,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:889 sample 1",
+        .where = "ops.yaml:964 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_567,
+        .call = call_gather_606,
         .call_inplace = NULL,
-        .call_out = out_gather_568,
+        .call_out = out_gather_607,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:889 sample 2",
+        .where = "ops.yaml:964 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_569,
+        .call = call_gather_608,
         .call_inplace = NULL,
-        .call_out = out_gather_570,
+        .call_out = out_gather_609,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:889 sample 3",
+        .where = "ops.yaml:964 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_571,
+        .call = call_gather_610,
         .call_inplace = NULL,
-        .call_out = out_gather_572,
+        .call_out = out_gather_611,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:889 sample 4",
+        .where = "ops.yaml:964 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_573,
+        .call = call_gather_612,
         .call_inplace = NULL,
-        .call_out = out_gather_574,
+        .call_out = out_gather_613,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:912 sample 0",
+        .where = "ops.yaml:987 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_577,
+        .call = call_scatter_616,
         .call_inplace = NULL,
-        .call_out = out_scatter_578,
+        .call_out = out_scatter_617,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:912 sample 1",
+        .where = "ops.yaml:987 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_579,
+        .call = call_scatter_618,
         .call_inplace = NULL,
-        .call_out = out_scatter_580,
+        .call_out = out_scatter_619,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:912 sample 2",
+        .where = "ops.yaml:987 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_581,
+        .call = call_scatter_620,
         .call_inplace = NULL,
-        .call_out = out_scatter_582,
+        .call_out = out_scatter_621,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:912 sample 3",
+        .where = "ops.yaml:987 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_583,
+        .call = call_scatter_622,
         .call_inplace = NULL,
-        .call_out = out_scatter_584,
+        .call_out = out_scatter_623,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:933 sample 0",
+        .where = "ops.yaml:1008 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_587,
+        .call = call_scatter_value_626,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_588,
+        .call_out = out_scatter_value_627,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:933 sample 1",
+        .where = "ops.yaml:1008 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_589,
+        .call = call_scatter_value_628,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_590,
+        .call_out = out_scatter_value_629,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:933 sample 2",
+        .where = "ops.yaml:1008 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_591,
+        .call = call_scatter_value_630,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_592,
+        .call_out = out_scatter_value_631,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:946 sample 0",
+        .where = "ops.yaml:1021 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_595,
+        .call = call_scatter_add_634,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_596,
+        .call_out = out_scatter_add_635,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:946 sample 1",
+        .where = "ops.yaml:1021 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_597,
+        .call = call_scatter_add_636,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_598,
+        .call_out = out_scatter_add_637,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:946 sample 2",
+        .where = "ops.yaml:1021 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_599,
+        .call = call_scatter_add_638,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_600,
+        .call_out = out_scatter_add_639,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:946 sample 3",
+        .where = "ops.yaml:1021 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_601,
+        .call = call_scatter_add_640,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_602,
+        .call_out = out_scatter_add_641,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:946 sample 4",
+        .where = "ops.yaml:1021 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_603,
+        .call = call_scatter_add_642,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_604,
+        .call_out = out_scatter_add_643,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:965 sample 0",
+        .where = "ops.yaml:1040 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_607,
+        .call = call_embedding_646,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8868,7 +9881,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:965 sample 1",
+        .where = "ops.yaml:1040 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -8878,7 +9891,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_608,
+        .call = call_embedding_647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8886,11 +9899,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:965 sample 2",
+        .where = "ops.yaml:1040 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_609,
+        .call = call_embedding_648,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8898,11 +9911,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:965 sample 3",
+        .where = "ops.yaml:1040 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_610,
+        .call = call_embedding_649,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8910,12 +9923,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:979 sample 0",
+        .where = "ops.yaml:1054 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_614,
+        .call = call_embedding_dense_backward_653,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8923,11 +9936,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:979 sample 1",
+        .where = "ops.yaml:1054 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_615,
+        .call = call_embedding_dense_backward_654,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -8935,10 +9948,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1006 sample 0",
+        .where = "ops.yaml:1081 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_617,
+        .call = call_one_hot_656,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8946,10 +9959,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1006 sample 1",
+        .where = "ops.yaml:1081 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_618,
+        .call = call_one_hot_657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8957,10 +9970,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1006 sample 2",
+        .where = "ops.yaml:1081 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_619,
+        .call = call_one_hot_658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8968,10 +9981,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1006 sample 3",
+        .where = "ops.yaml:1081 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_620,
+        .call = call_one_hot_659,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8979,10 +9992,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1018 sample 0",
+        .where = "ops.yaml:1093 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_622,
+        .call = call_nonzero_661,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -8990,11 +10003,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1018 sample 1",
+        .where = "ops.yaml:1093 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_623,
+        .call = call_nonzero_662,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9002,10 +10015,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1018 sample 2",
+        .where = "ops.yaml:1093 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_624,
+        .call = call_nonzero_663,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9013,10 +10026,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1018 sample 3",
+        .where = "ops.yaml:1093 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_625,
+        .call = call_nonzero_664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9024,11 +10037,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1031 sample 0",
+        .where = "ops.yaml:1106 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_626,
+        .call = call_masked_select_665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9036,11 +10049,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1031 sample 1",
+        .where = "ops.yaml:1106 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_627,
+        .call = call_masked_select_666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9048,12 +10061,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1031 sample 2",
+        .where = "ops.yaml:1106 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_628,
+        .call = call_masked_select_667,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9061,11 +10074,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1031 sample 3",
+        .where = "ops.yaml:1106 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_629,
+        .call = call_masked_select_668,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9073,11 +10086,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1031 sample 4",
+        .where = "ops.yaml:1106 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_630,
+        .call = call_masked_select_669,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9085,10 +10098,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1046 sample 0",
+        .where = "ops.yaml:1121 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_633,
+        .call = call_argsort_672,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9096,10 +10109,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1046 sample 1",
+        .where = "ops.yaml:1121 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_634,
+        .call = call_argsort_673,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9107,11 +10120,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1046 sample 2",
+        .where = "ops.yaml:1121 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_635,
+        .call = call_argsort_674,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9119,10 +10132,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1046 sample 3",
+        .where = "ops.yaml:1121 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_636,
+        .call = call_argsort_675,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9130,10 +10143,480 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1046 sample 4",
+        .where = "ops.yaml:1121 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_637,
+        .call = call_argsort_676,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1134 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {5},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .call = call_index_677,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1134 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_678,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1134 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 2,
+                      .optional = true},
+        .call = call_index_679,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1134 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .call = call_index_680,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1134 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
+        .call = call_index_681,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1134 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_682,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1149 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_683,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1149 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_684,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1149 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_685,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1149 sample 3",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_686,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1149 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_687,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_688,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_689,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_690,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_691,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_values_692,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_indices_693,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_694,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_695,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_696,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1164 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_697,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1180 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_values_698,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1180 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_indices_699,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1180 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_values_700,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1180 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_indices_701,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_702,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_703,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_704,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_705,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_values_706,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_indices_707,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_708,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_709,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_710,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1194 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_711,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9141,9 +10624,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1067 sample 0",
+        .where = "ops.yaml:1215 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_638,
+        .call = call_zeros_712,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9151,9 +10634,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1075 sample 0",
+        .where = "ops.yaml:1223 sample 0",
         .n_inputs = 0,
-        .call = call_ones_639,
+        .call = call_ones_713,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9161,9 +10644,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1083 sample 0",
+        .where = "ops.yaml:1231 sample 0",
         .n_inputs = 0,
-        .call = call_full_640,
+        .call = call_full_714,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9171,9 +10654,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1098 sample 0",
+        .where = "ops.yaml:1246 sample 0",
         .n_inputs = 0,
-        .call = call_arange_641,
+        .call = call_arange_715,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9181,9 +10664,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1106 sample 0",
+        .where = "ops.yaml:1254 sample 0",
         .n_inputs = 0,
-        .call = call_rand_642,
+        .call = call_rand_716,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9191,9 +10674,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1117 sample 0",
+        .where = "ops.yaml:1265 sample 0",
         .n_inputs = 0,
-        .call = call_randn_644,
+        .call = call_randn_718,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9201,10 +10684,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1136 sample 0",
+        .where = "ops.yaml:1284 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_646,
+        .call = call_sum_to_720,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -9212,10 +10695,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1136 sample 1",
+        .where = "ops.yaml:1284 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_647,
+        .call = call_sum_to_721,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -10040,250 +11523,361 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "pad: ",
     },
     {
+        .op = "split.Tensor",
+        .what = "ops.yaml:862: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_547,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:862: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_split_549,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:862: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_split_551,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:862: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_553,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:875: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_555,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:875: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_557,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:875: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_chunk_559,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:875: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_561,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:888: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_563,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:888: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_565,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:888: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_unbind_567,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:888: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_569,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
         .op = "index_select",
-        .what = "ops.yaml:829: dtype of index",
+        .what = "ops.yaml:904: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_543,
+        .call = error_index_select_582,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:829: dim out of range",
+        .what = "ops.yaml:904: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_544,
+        .call = error_index_select_583,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:853: dtype of index",
+        .what = "ops.yaml:928: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_555,
+        .call = error_index_add_594,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:853: dim out of range",
+        .what = "ops.yaml:928: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_556,
+        .call = error_index_add_595,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:868: dtype of index",
+        .what = "ops.yaml:943: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_563,
+        .call = error_index_copy_602,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:868: dim out of range",
+        .what = "ops.yaml:943: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_564,
+        .call = error_index_copy_603,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:881: dtype of index",
+        .what = "ops.yaml:956: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_575,
+        .call = error_gather_614,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:881: dim out of range",
+        .what = "ops.yaml:956: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_576,
+        .call = error_gather_615,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:904: dtype of index",
+        .what = "ops.yaml:979: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_585,
+        .call = error_scatter_624,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:904: dim out of range",
+        .what = "ops.yaml:979: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_586,
+        .call = error_scatter_625,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:926: dtype of index",
+        .what = "ops.yaml:1001: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_593,
+        .call = error_scatter_value_632,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:926: dim out of range",
+        .what = "ops.yaml:1001: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_594,
+        .call = error_scatter_value_633,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:938: dtype of index",
+        .what = "ops.yaml:1013: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_605,
+        .call = error_scatter_add_644,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:938: dim out of range",
+        .what = "ops.yaml:1013: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_606,
+        .call = error_scatter_add_645,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:958: weight.dim == 2",
+        .what = "ops.yaml:1033: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_611,
+        .call = error_embedding_650,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:960: sparse == 0",
+        .what = "ops.yaml:1035: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_612,
+        .call = error_embedding_651,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:953: dtype of indices",
+        .what = "ops.yaml:1028: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_613,
+        .call = error_embedding_652,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:972: dtype of indices",
+        .what = "ops.yaml:1047: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_616,
+        .call = error_embedding_dense_backward_655,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:1000: dtype of self",
+        .what = "ops.yaml:1075: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_621,
+        .call = error_one_hot_660,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:1024: dtype of mask",
+        .what = "ops.yaml:1099: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_631,
+        .call = error_masked_select_670,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:1024: broadcast",
+        .what = "ops.yaml:1099: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_632,
+        .call = error_masked_select_671,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1111: is_floating(result_dtype)",
+        .what = "ops.yaml:1259: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_643,
+        .call = error_rand_717,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1122: is_floating(result_dtype)",
+        .what = "ops.yaml:1270: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_645,
+        .call = error_randn_719,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1130: dtype of self",
+        .what = "ops.yaml:1278: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_648,
+        .call = error_sum_to_722,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -1418,375 +1418,788 @@ def case_237(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_238(self, index):
-    """index_select (ops.yaml:837 sample 0)"""
+def case_238(tensors_0, tensors_1):
+    """cat (ops.yaml:834 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_239(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:834 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_240(tensors_0, tensors_1):
+    """cat (ops.yaml:834 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_241(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:834 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_242(tensors_0, tensors_1):
+    """cat (ops.yaml:834 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_243(tensors_0, tensors_1):
+    """stack (ops.yaml:855 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_244(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:855 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_245(tensors_0, tensors_1):
+    """stack (ops.yaml:855 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_246(tensors_0, tensors_1):
+    """stack (ops.yaml:855 sample 3)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_247(tensors_0, tensors_1):
+    """stack (ops.yaml:855 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_248(self):
+    """split.Tensor (ops.yaml:869 sample 0)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_249(self):
+    """split.Tensor (ops.yaml:869 sample 1)"""
+    split_size = 3
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_250(self):
+    """split.Tensor (ops.yaml:869 sample 2)"""
+    split_size = 4
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_251(self):
+    """split.Tensor (ops.yaml:869 sample 3)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_252(self):
+    """chunk (ops.yaml:882 sample 0)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_253(self):
+    """chunk (ops.yaml:882 sample 1)"""
+    chunks = 4
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_254(self):
+    """chunk (ops.yaml:882 sample 2)"""
+    chunks = 3
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_255(self):
+    """chunk (ops.yaml:882 sample 3)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_256(self):
+    """unbind.int (ops.yaml:895 sample 0)"""
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_257(self):
+    """unbind.int (ops.yaml:895 sample 1)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_258(self):
+    """unbind.int (ops.yaml:895 sample 2)"""
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_259(self):
+    """unbind.int (ops.yaml:895 sample 3)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_260(self, index):
+    """index_select (ops.yaml:912 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_239(self, index):
-    """index_select (ops.yaml:837 sample 1)"""
+def case_261(self, index):
+    """index_select (ops.yaml:912 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_240(self, index):
-    """index_select (ops.yaml:837 sample 2)"""
+def case_262(self, index):
+    """index_select (ops.yaml:912 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_241(self, index):
-    """index_select (ops.yaml:837 sample 3)"""
+def case_263(self, index):
+    """index_select (ops.yaml:912 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_242(self, index):
-    """index_select (ops.yaml:837 sample 4)"""
+def case_264(self, index):
+    """index_select (ops.yaml:912 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_243(self, index):
-    """index_select (ops.yaml:837 sample 5)"""
+def case_265(self, index):
+    """index_select (ops.yaml:912 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_244(self, index, source):
-    """index_add (ops.yaml:861 sample 0)"""
+def case_266(self, index, source):
+    """index_add (ops.yaml:936 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_245(self, index, source):
-    """index_add (ops.yaml:861 sample 1)"""
+def case_267(self, index, source):
+    """index_add (ops.yaml:936 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_246(self, index, source):
-    """index_add (ops.yaml:861 sample 2)"""
+def case_268(self, index, source):
+    """index_add (ops.yaml:936 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_247(self, index, source):
-    """index_add (ops.yaml:861 sample 3)"""
+def case_269(self, index, source):
+    """index_add (ops.yaml:936 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_248(self, index, source):
-    """index_add (ops.yaml:861 sample 4)"""
+def case_270(self, index, source):
+    """index_add (ops.yaml:936 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_249(self, index, source):
-    """index_copy (ops.yaml:876 sample 0)"""
+def case_271(self, index, source):
+    """index_copy (ops.yaml:951 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_250(self, index, source):
-    """index_copy (ops.yaml:876 sample 1)"""
+def case_272(self, index, source):
+    """index_copy (ops.yaml:951 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_251(self, index, source):
-    """index_copy (ops.yaml:876 sample 2)"""
+def case_273(self, index, source):
+    """index_copy (ops.yaml:951 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_252(self, index):
-    """gather (ops.yaml:889 sample 0)"""
+def case_274(self, index):
+    """gather (ops.yaml:964 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_253(self, index):
-    """gather (ops.yaml:889 sample 1)"""
+def case_275(self, index):
+    """gather (ops.yaml:964 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_254(self, index):
-    """gather (ops.yaml:889 sample 2)"""
+def case_276(self, index):
+    """gather (ops.yaml:964 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_255(self, index):
-    """gather (ops.yaml:889 sample 3)"""
+def case_277(self, index):
+    """gather (ops.yaml:964 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_256(self, index):
-    """gather (ops.yaml:889 sample 4)"""
+def case_278(self, index):
+    """gather (ops.yaml:964 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_257(self, index, src):
-    """scatter.src (ops.yaml:912 sample 0)"""
+def case_279(self, index, src):
+    """scatter.src (ops.yaml:987 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_258(self, index, src):
-    """scatter.src (ops.yaml:912 sample 1)"""
+def case_280(self, index, src):
+    """scatter.src (ops.yaml:987 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_259(self, index, src):
-    """scatter.src (ops.yaml:912 sample 2)"""
+def case_281(self, index, src):
+    """scatter.src (ops.yaml:987 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_260(self, index, src):
-    """scatter.src (ops.yaml:912 sample 3)"""
+def case_282(self, index, src):
+    """scatter.src (ops.yaml:987 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_261(self, index):
-    """scatter.value (ops.yaml:933 sample 0)"""
+def case_283(self, index):
+    """scatter.value (ops.yaml:1008 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_262(self, index):
-    """scatter.value (ops.yaml:933 sample 1)"""
+def case_284(self, index):
+    """scatter.value (ops.yaml:1008 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_263(self, index):
-    """scatter.value (ops.yaml:933 sample 2)"""
+def case_285(self, index):
+    """scatter.value (ops.yaml:1008 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_264(self, index, src):
-    """scatter_add (ops.yaml:946 sample 0)"""
+def case_286(self, index, src):
+    """scatter_add (ops.yaml:1021 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_265(self, index, src):
-    """scatter_add (ops.yaml:946 sample 1)"""
+def case_287(self, index, src):
+    """scatter_add (ops.yaml:1021 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_266(self, index, src):
-    """scatter_add (ops.yaml:946 sample 2)"""
+def case_288(self, index, src):
+    """scatter_add (ops.yaml:1021 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_267(self, index, src):
-    """scatter_add (ops.yaml:946 sample 3)"""
+def case_289(self, index, src):
+    """scatter_add (ops.yaml:1021 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_268(self, index, src):
-    """scatter_add (ops.yaml:946 sample 4)"""
+def case_290(self, index, src):
+    """scatter_add (ops.yaml:1021 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_269(weight, indices):
-    """embedding (ops.yaml:965 sample 0)"""
+def case_291(weight, indices):
+    """embedding (ops.yaml:1040 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_270(weight, indices):
-    """embedding (ops.yaml:965 sample 1)"""
+def case_292(weight, indices):
+    """embedding (ops.yaml:1040 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_271(weight, indices):
-    """embedding (ops.yaml:965 sample 2)"""
+def case_293(weight, indices):
+    """embedding (ops.yaml:1040 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_272(weight, indices):
-    """embedding (ops.yaml:965 sample 3)"""
+def case_294(weight, indices):
+    """embedding (ops.yaml:1040 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_273(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:979 sample 0)"""
+def case_295(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1054 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_274(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:979 sample 1)"""
+def case_296(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1054 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_275(self):
-    """one_hot (ops.yaml:1006 sample 0)"""
+def case_297(self):
+    """one_hot (ops.yaml:1081 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_276(self):
-    """one_hot (ops.yaml:1006 sample 1)"""
+def case_298(self):
+    """one_hot (ops.yaml:1081 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_277(self):
-    """one_hot (ops.yaml:1006 sample 2)"""
+def case_299(self):
+    """one_hot (ops.yaml:1081 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_278(self):
-    """one_hot (ops.yaml:1006 sample 3)"""
+def case_300(self):
+    """one_hot (ops.yaml:1081 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_279(self):
-    """nonzero (ops.yaml:1018 sample 0)"""
+def case_301(self):
+    """nonzero (ops.yaml:1093 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_280(self):
-    """nonzero (ops.yaml:1018 sample 1)"""
+def case_302(self):
+    """nonzero (ops.yaml:1093 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_281(self):
-    """nonzero (ops.yaml:1018 sample 2)"""
+def case_303(self):
+    """nonzero (ops.yaml:1093 sample 2)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_282(self):
-    """nonzero (ops.yaml:1018 sample 3)"""
+def case_304(self):
+    """nonzero (ops.yaml:1093 sample 3)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_283(self, mask):
-    """masked_select (ops.yaml:1031 sample 0)"""
+def case_305(self, mask):
+    """masked_select (ops.yaml:1106 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_284(self, mask):
-    """masked_select (ops.yaml:1031 sample 1)"""
+def case_306(self, mask):
+    """masked_select (ops.yaml:1106 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_285(self, mask):
-    """masked_select (ops.yaml:1031 sample 2)"""
+def case_307(self, mask):
+    """masked_select (ops.yaml:1106 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_286(self, mask):
-    """masked_select (ops.yaml:1031 sample 3)"""
+def case_308(self, mask):
+    """masked_select (ops.yaml:1106 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_287(self, mask):
-    """masked_select (ops.yaml:1031 sample 4)"""
+def case_309(self, mask):
+    """masked_select (ops.yaml:1106 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_288(self):
-    """argsort (ops.yaml:1046 sample 0)"""
+def case_310(self):
+    """argsort (ops.yaml:1121 sample 0)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_289(self):
-    """argsort (ops.yaml:1046 sample 1)"""
+def case_311(self):
+    """argsort (ops.yaml:1121 sample 1)"""
     dim = 0
     descending = True
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_290(self):
-    """argsort (ops.yaml:1046 sample 2)"""
+def case_312(self):
+    """argsort (ops.yaml:1121 sample 2)"""
     dim = 1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_291(self):
-    """argsort (ops.yaml:1046 sample 3)"""
+def case_313(self):
+    """argsort (ops.yaml:1121 sample 3)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_292(self):
-    """argsort (ops.yaml:1046 sample 4)"""
+def case_314(self):
+    """argsort (ops.yaml:1121 sample 4)"""
     dim = -1
     descending = False
     return torch.ops.aten.argsort(self, dim, descending)
 
 
-def case_293():
-    """zeros (ops.yaml:1067 sample 0)"""
+def case_315(self, indices_0):
+    """index.Tensor (ops.yaml:1134 sample 0)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_316(self, indices_1):
+    """index.Tensor (ops.yaml:1134 sample 1)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_317(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:1134 sample 2)"""
+    indices = [indices_0, None, indices_2]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_318(self, indices_0):
+    """index.Tensor (ops.yaml:1134 sample 3)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_319(self, indices_1):
+    """index.Tensor (ops.yaml:1134 sample 4)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_320(self, indices_1):
+    """index.Tensor (ops.yaml:1134 sample 5)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_321(self, indices_0, values):
+    """index_put (ops.yaml:1149 sample 0)"""
+    indices = [indices_0]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_322(self, indices_1, values):
+    """index_put (ops.yaml:1149 sample 1)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_323(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:1149 sample 2)"""
+    indices = [indices_0, indices_1]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_324(self, indices_0, values):
+    """index_put (ops.yaml:1149 sample 3)"""
+    indices = [indices_0]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_325(self, indices_1, values):
+    """index_put (ops.yaml:1149 sample 4)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_326(self):
+    """sort (ops.yaml:1164 sample 0 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_327(self):
+    """sort (ops.yaml:1164 sample 0 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_328(self):
+    """sort (ops.yaml:1164 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_329(self):
+    """sort (ops.yaml:1164 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_330(self):
+    """sort (ops.yaml:1164 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_331(self):
+    """sort (ops.yaml:1164 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_332(self):
+    """sort (ops.yaml:1164 sample 3 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_333(self):
+    """sort (ops.yaml:1164 sample 3 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_334(self):
+    """sort (ops.yaml:1164 sample 4 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_335(self):
+    """sort (ops.yaml:1164 sample 4 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_336(self):
+    """sort.stable (ops.yaml:1180 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_337(self):
+    """sort.stable (ops.yaml:1180 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_338(self):
+    """sort.stable (ops.yaml:1180 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_339(self):
+    """sort.stable (ops.yaml:1180 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_340(self):
+    """topk (ops.yaml:1194 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_341(self):
+    """topk (ops.yaml:1194 sample 0 result indices)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_342(self):
+    """topk (ops.yaml:1194 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_343(self):
+    """topk (ops.yaml:1194 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_344(self):
+    """topk (ops.yaml:1194 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_345(self):
+    """topk (ops.yaml:1194 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_346(self):
+    """topk (ops.yaml:1194 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_347(self):
+    """topk (ops.yaml:1194 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_348(self):
+    """topk (ops.yaml:1194 sample 4 result values)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_349(self):
+    """topk (ops.yaml:1194 sample 4 result indices)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_350():
+    """zeros (ops.yaml:1215 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_294():
-    """ones (ops.yaml:1075 sample 0)"""
+def case_351():
+    """ones (ops.yaml:1223 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_295():
-    """full (ops.yaml:1083 sample 0)"""
+def case_352():
+    """full (ops.yaml:1231 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1794,8 +2207,8 @@ def case_295():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_296():
-    """arange (ops.yaml:1098 sample 0)"""
+def case_353():
+    """arange (ops.yaml:1246 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1804,30 +2217,30 @@ def case_296():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_297():
-    """rand (ops.yaml:1106 sample 0)"""
+def case_354():
+    """rand (ops.yaml:1254 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_298():
-    """randn (ops.yaml:1117 sample 0)"""
+def case_355():
+    """randn (ops.yaml:1265 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_299(self):
-    """sum_to (ops.yaml:1136 sample 0)"""
+def case_356(self):
+    """sum_to (ops.yaml:1284 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_300(self):
-    """sum_to (ops.yaml:1136 sample 1)"""
+def case_357(self):
+    """sum_to (ops.yaml:1284 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -2547,193 +2960,364 @@ CASES = [
     dict(op="pad", where="ops.yaml:814 sample 7", fn=case_237, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="index_select", where="ops.yaml:837 sample 0", fn=case_238, tensors=["self", "index"],
+    dict(op="cat", where="ops.yaml:834 sample 0", fn=case_238, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:834 sample 1", fn=case_239, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:834 sample 2", fn=case_240, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:834 sample 3", fn=case_241, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:834 sample 4", fn=case_242, tensors=["tensors_0", "tensors_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:837 sample 1", fn=case_239, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="stack", where="ops.yaml:855 sample 0", fn=case_243, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:837 sample 2", fn=case_240, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="stack", where="ops.yaml:855 sample 1", fn=case_244, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:837 sample 3", fn=case_241, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="stack", where="ops.yaml:855 sample 2", fn=case_245, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:837 sample 4", fn=case_242, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="stack", where="ops.yaml:855 sample 3", fn=case_246, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:837 sample 5", fn=case_243, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="stack", where="ops.yaml:855 sample 4", fn=case_247, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:861 sample 0", fn=case_244, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:861 sample 1", fn=case_245, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:861 sample 2", fn=case_246, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:861 sample 3", fn=case_247, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_add", where="ops.yaml:861 sample 4", fn=case_248, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_copy", where="ops.yaml:876 sample 0", fn=case_249, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_copy", where="ops.yaml:876 sample 1", fn=case_250, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="index_copy", where="ops.yaml:876 sample 2", fn=case_251, tensors=["self", "index", "source"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:889 sample 0", fn=case_252, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:889 sample 1", fn=case_253, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:889 sample 2", fn=case_254, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:889 sample 3", fn=case_255, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="gather", where="ops.yaml:889 sample 4", fn=case_256, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:912 sample 0", fn=case_257, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:912 sample 1", fn=case_258, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:912 sample 2", fn=case_259, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.src", where="ops.yaml:912 sample 3", fn=case_260, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.value", where="ops.yaml:933 sample 0", fn=case_261, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.value", where="ops.yaml:933 sample 1", fn=case_262, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter.value", where="ops.yaml:933 sample 2", fn=case_263, tensors=["self", "index"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:946 sample 0", fn=case_264, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:946 sample 1", fn=case_265, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:946 sample 2", fn=case_266, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:946 sample 3", fn=case_267, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="scatter_add", where="ops.yaml:946 sample 4", fn=case_268, tensors=["self", "index", "src"],
-         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:965 sample 0", fn=case_269, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:965 sample 1", fn=case_270, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:965 sample 2", fn=case_271, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding", where="ops.yaml:965 sample 3", fn=case_272, tensors=["weight", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:979 sample 0", fn=case_273, tensors=["grad_output", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:979 sample 1", fn=case_274, tensors=["grad_output", "indices"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:1006 sample 0", fn=case_275, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:1006 sample 1", fn=case_276, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:1006 sample 2", fn=case_277, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="one_hot", where="ops.yaml:1006 sample 3", fn=case_278, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="nonzero", where="ops.yaml:1018 sample 0", fn=case_279, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="nonzero", where="ops.yaml:1018 sample 1", fn=case_280, tensors=["self"],
-         free=[False], dtypes=[],
-         random=False),
-    dict(op="nonzero", where="ops.yaml:1018 sample 2", fn=case_281, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:869 sample 0", fn=case_248, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1018 sample 3", fn=case_282, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:869 sample 1", fn=case_249, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:869 sample 2", fn=case_250, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:869 sample 3", fn=case_251, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:882 sample 0", fn=case_252, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:882 sample 1", fn=case_253, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:882 sample 2", fn=case_254, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:882 sample 3", fn=case_255, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:895 sample 0", fn=case_256, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:895 sample 1", fn=case_257, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:895 sample 2", fn=case_258, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:895 sample 3", fn=case_259, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:912 sample 0", fn=case_260, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:912 sample 1", fn=case_261, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:912 sample 2", fn=case_262, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:912 sample 3", fn=case_263, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:912 sample 4", fn=case_264, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:912 sample 5", fn=case_265, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:936 sample 0", fn=case_266, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:936 sample 1", fn=case_267, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:936 sample 2", fn=case_268, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:936 sample 3", fn=case_269, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:936 sample 4", fn=case_270, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:951 sample 0", fn=case_271, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:951 sample 1", fn=case_272, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:951 sample 2", fn=case_273, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:964 sample 0", fn=case_274, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:964 sample 1", fn=case_275, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:964 sample 2", fn=case_276, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:964 sample 3", fn=case_277, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:964 sample 4", fn=case_278, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:987 sample 0", fn=case_279, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:987 sample 1", fn=case_280, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:987 sample 2", fn=case_281, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:987 sample 3", fn=case_282, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1008 sample 0", fn=case_283, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1008 sample 1", fn=case_284, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1008 sample 2", fn=case_285, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1021 sample 0", fn=case_286, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1021 sample 1", fn=case_287, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1021 sample 2", fn=case_288, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1021 sample 3", fn=case_289, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1021 sample 4", fn=case_290, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1040 sample 0", fn=case_291, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1040 sample 1", fn=case_292, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1040 sample 2", fn=case_293, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1040 sample 3", fn=case_294, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1054 sample 0", fn=case_295, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1054 sample 1", fn=case_296, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1081 sample 0", fn=case_297, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1031 sample 0", fn=case_283, tensors=["self", "mask"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="one_hot", where="ops.yaml:1081 sample 1", fn=case_298, tensors=["self"],
+         free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1031 sample 1", fn=case_284, tensors=["self", "mask"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="one_hot", where="ops.yaml:1081 sample 2", fn=case_299, tensors=["self"],
+         free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1031 sample 2", fn=case_285, tensors=["self", "mask"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="one_hot", where="ops.yaml:1081 sample 3", fn=case_300, tensors=["self"],
+         free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1031 sample 3", fn=case_286, tensors=["self", "mask"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="nonzero", where="ops.yaml:1093 sample 0", fn=case_301, tensors=["self"],
+         free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1031 sample 4", fn=case_287, tensors=["self", "mask"],
-         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="nonzero", where="ops.yaml:1093 sample 1", fn=case_302, tensors=["self"],
+         free=[False], dtypes=[],
          random=False),
-    dict(op="argsort", where="ops.yaml:1046 sample 0", fn=case_288, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1093 sample 2", fn=case_303, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1046 sample 1", fn=case_289, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1093 sample 3", fn=case_304, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1106 sample 0", fn=case_305, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1106 sample 1", fn=case_306, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1106 sample 2", fn=case_307, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1106 sample 3", fn=case_308, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1106 sample 4", fn=case_309, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1121 sample 0", fn=case_310, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1046 sample 2", fn=case_290, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1121 sample 1", fn=case_311, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1046 sample 3", fn=case_291, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1121 sample 2", fn=case_312, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1046 sample 4", fn=case_292, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1121 sample 3", fn=case_313, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1067 sample 0", fn=case_293, tensors=[],
+    dict(op="argsort", where="ops.yaml:1121 sample 4", fn=case_314, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1134 sample 0", fn=case_315, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1134 sample 1", fn=case_316, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1134 sample 2", fn=case_317, tensors=["self", "indices_0", "indices_2"],
+         free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1134 sample 3", fn=case_318, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1134 sample 4", fn=case_319, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1134 sample 5", fn=case_320, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1149 sample 0", fn=case_321, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1149 sample 1", fn=case_322, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1149 sample 2", fn=case_323, tensors=["self", "indices_0", "indices_1", "values"],
+         free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1149 sample 3", fn=case_324, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1149 sample 4", fn=case_325, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 0 result values", fn=case_326, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 0 result indices", fn=case_327, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 1 result values", fn=case_328, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 1 result indices", fn=case_329, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 2 result values", fn=case_330, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 2 result indices", fn=case_331, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 3 result values", fn=case_332, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 3 result indices", fn=case_333, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 4 result values", fn=case_334, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1164 sample 4 result indices", fn=case_335, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1180 sample 0 result values", fn=case_336, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1180 sample 0 result indices", fn=case_337, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1180 sample 1 result values", fn=case_338, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1180 sample 1 result indices", fn=case_339, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 0 result values", fn=case_340, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 0 result indices", fn=case_341, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 1 result values", fn=case_342, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 1 result indices", fn=case_343, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 2 result values", fn=case_344, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 2 result indices", fn=case_345, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 3 result values", fn=case_346, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 3 result indices", fn=case_347, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 4 result values", fn=case_348, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1194 sample 4 result indices", fn=case_349, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="zeros", where="ops.yaml:1215 sample 0", fn=case_350, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1075 sample 0", fn=case_294, tensors=[],
+    dict(op="ones", where="ops.yaml:1223 sample 0", fn=case_351, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1083 sample 0", fn=case_295, tensors=[],
+    dict(op="full", where="ops.yaml:1231 sample 0", fn=case_352, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1098 sample 0", fn=case_296, tensors=[],
+    dict(op="arange", where="ops.yaml:1246 sample 0", fn=case_353, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1106 sample 0", fn=case_297, tensors=[],
+    dict(op="rand", where="ops.yaml:1254 sample 0", fn=case_354, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1117 sample 0", fn=case_298, tensors=[],
+    dict(op="randn", where="ops.yaml:1265 sample 0", fn=case_355, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1136 sample 0", fn=case_299, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1284 sample 0", fn=case_356, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1136 sample 1", fn=case_300, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1284 sample 1", fn=case_357, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -78,8 +78,7 @@ yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len, const char *
         return yt__fail(YT_ERR_SHAPE, "pad: pad has %d pairs but self is only %d-D", pad_len / 2,
                         nd);
     if (!constant && value != NULL && *value != 0.0)
-        return yt__fail(YT_ERR_VALUE, "pad: mode '%s' doesn't take a value (got %g)", mode,
-                        *value);
+        return yt__fail(YT_ERR_VALUE, "pad: mode '%s' doesn't take a value (got %g)", mode, *value);
     for (int i = 0; i < pad_len / 2; i++) {
         int d = nd - 1 - i;
         int64_t l = pad[2 * i], r = pad[2 * i + 1], n = sizes[d], m;
@@ -89,8 +88,10 @@ yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len, const char *
                             "or overflowing size",
                             (long long)l, (long long)r, d, (long long)n);
         if (!constant && (l < 0 || r < 0))
-            return yt__fail(YT_ERR_VALUE, "pad: mode '%s' needs non-negative padding, got (%lld, "
-                            "%lld) for dim %d", mode, (long long)l, (long long)r, d);
+            return yt__fail(YT_ERR_VALUE,
+                            "pad: mode '%s' needs non-negative padding, got (%lld, "
+                            "%lld) for dim %d",
+                            mode, (long long)l, (long long)r, d);
         if (reflect && (l >= n || r >= n))
             return yt__fail(YT_ERR_VALUE,
                             "pad: reflect padding (%lld, %lld) must be less than the size %lld "
@@ -117,8 +118,8 @@ yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len, const char *
     yt_tensor *mask = yt_ones_ex(sizes, nd, YT_DTYPE_BOOL, yt_tensor_device(self));
     for (int i = 0; i < pad_len / 2 && mask != NULL; i++)
         mask = constant_dim(mask, nd - 1 - i, pad[2 * i], pad[2 * i + 1]);
-    yt_tensor *fill = yt_full_ex(NULL, 0, yt_float(*value), yt_tensor_dtype(self),
-                                 yt_tensor_device(self));
+    yt_tensor *fill =
+        yt_full_ex(NULL, 0, yt_float(*value), yt_tensor_dtype(self), yt_tensor_device(self));
     yt_tensor *result = mask == NULL || fill == NULL ? NULL : yt_where(mask, x, fill);
     yt_release(fill);
     yt_release(mask);

@@ -121,3 +121,41 @@ yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim, bool descending
     int64_t n = self->dim > 0 ? self->sizes[dim] : 1;
     return yt__sort_lines(NULL, result, self, dim, descending, n);
 }
+
+yt_status
+yt__cpu_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool descending)
+{
+    int64_t n = self->dim > 0 ? self->sizes[dim] : 1;
+    return yt__sort_lines(values, indices, self, dim, descending, n);
+}
+
+yt_status
+yt__cpu_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, const bool *stable,
+                    int64_t dim, bool descending)
+{
+    (void)stable; /* always stable */
+    return yt__cpu_sort(values, indices, self, dim, descending);
+}
+
+yt_status
+yt__cpu_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t k, int64_t dim,
+             bool largest, bool sorted)
+{
+    (void)sorted; /* always sorted: one valid order for sorted=False too */
+    return yt__sort_lines(values, indices, self, dim, largest, k);
+}
+
+yt_status
+yt__shape_topk(yt_shape *out, const char *op, yt_tensor *self, int64_t k, int64_t dim)
+{
+    int64_t n = self->dim > 0 ? self->sizes[dim] : 1;
+    if (k < 0 || k > n)
+        return yt__fail_status(YT_ERR_VALUE,
+                               "%s: k=%lld is out of range for dimension %lld of size %lld "
+                               "(expected 0..%lld)",
+                               op, (long long)k, (long long)dim, (long long)n, (long long)n);
+    yt__shape_of(out, self);
+    if (self->dim > 0)
+        out->sizes[dim] = k;
+    return YT_OK;
+}

@@ -1157,7 +1157,130 @@ YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
 YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
                             const double *value);
 
-/* ---- index_select (ops.yaml:829) */
+/* ---- cat (ops.yaml:826) */
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat(yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
+                               int64_t dim);
+
+/* ---- cat_backward (ops.yaml:841) */
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
+ * 1-D empty inputs).
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
+                               int tensors_len, yt_tensor **out, int64_t out_capacity);
+
+/* ---- stack (ops.yaml:849) */
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Uses the defaults dim=0; yt_stack_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* ---- split.Tensor (ops.yaml:862) */
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Uses the defaults dim=0; yt_split_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity);
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- chunk (ops.yaml:875) */
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Uses the defaults dim=0; yt_chunk_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity);
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- unbind.int (ops.yaml:888) */
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Uses the defaults dim=0; yt_unbind_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity);
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
+
+/* ---- index_select (ops.yaml:904) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -1175,7 +1298,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:845) */
+/* ---- index_select_backward (ops.yaml:920) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -1185,7 +1308,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:853) */
+/* ---- index_add (ops.yaml:928) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -1222,7 +1345,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:868) */
+/* ---- index_copy (ops.yaml:943) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -1240,7 +1363,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:881) */
+/* ---- gather (ops.yaml:956) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -1275,7 +1398,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:896) */
+/* ---- gather_backward (ops.yaml:971) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -1284,7 +1407,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:904) */
+/* ---- scatter.src (ops.yaml:979) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -1302,7 +1425,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:918) */
+/* ---- scatter_src_backward (ops.yaml:993) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -1312,7 +1435,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:926) */
+/* ---- scatter.value (ops.yaml:1001) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -1328,7 +1451,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:938) */
+/* ---- scatter_add (ops.yaml:1013) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -1346,7 +1469,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:953) */
+/* ---- embedding (ops.yaml:1028) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -1366,7 +1489,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:972) */
+/* ---- embedding_dense_backward (ops.yaml:1047) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -1377,7 +1500,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:984) */
+/* ---- embedding_weight_backward (ops.yaml:1059) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -1387,7 +1510,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:992) */
+/* ---- embedding_dense_double_backward (ops.yaml:1067) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -1397,7 +1520,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:1000) */
+/* ---- one_hot (ops.yaml:1075) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -1414,7 +1537,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:1012) */
+/* ---- nonzero (ops.yaml:1087) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -1422,7 +1545,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:1024) */
+/* ---- masked_select (ops.yaml:1099) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -1430,7 +1553,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:1038) */
+/* ---- argsort (ops.yaml:1113) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -1447,7 +1570,97 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- zeros (ops.yaml:1067) */
+/* ---- index.Tensor (ops.yaml:1128) */
+
+/* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
+ * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
+ * the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the
+ * indexed ones in place when those are adjacent, else lead the result.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
+
+/* ---- index_put (ops.yaml:1142) */
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Uses the defaults accumulate=False; yt_index_put_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                               yt_tensor *values);
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                                  yt_tensor *values, bool accumulate);
+
+/* ---- sort (ops.yaml:1156) */
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Uses the defaults dim=-1, descending=False; yt_sort_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices);
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
+                            yt_tensor **indices);
+
+/* ---- sort.stable (ops.yaml:1172) */
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Uses the defaults dim=-1, descending=False; yt_sort_stable_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values,
+                                yt_tensor **indices);
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
+                                   bool descending, yt_tensor **values, yt_tensor **indices);
+
+/* ---- topk (ops.yaml:1184) */
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Uses the defaults dim=-1, largest=True, sorted=True; yt_topk_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices);
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                            yt_tensor **values, yt_tensor **indices);
+
+/* ---- zeros (ops.yaml:1215) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1462,7 +1675,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1075) */
+/* ---- ones (ops.yaml:1223) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1477,7 +1690,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1083) */
+/* ---- full (ops.yaml:1231) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1493,7 +1706,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:1091) */
+/* ---- zeros_like (ops.yaml:1239) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1501,7 +1714,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:1098) */
+/* ---- arange (ops.yaml:1246) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1517,7 +1730,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:1106) */
+/* ---- rand (ops.yaml:1254) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1532,7 +1745,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1117) */
+/* ---- randn (ops.yaml:1265) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1547,7 +1760,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:1130) */
+/* ---- sum_to (ops.yaml:1278) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1555,7 +1768,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1141) */
+/* ---- sum_backward (ops.yaml:1289) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1564,7 +1777,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1148) */
+/* ---- mean_backward (ops.yaml:1296) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1573,7 +1786,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1155) */
+/* ---- amax_backward (ops.yaml:1303) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1582,7 +1795,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1162) */
+/* ---- permute_backward (ops.yaml:1310) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1590,7 +1803,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1169) */
+/* ---- pow_backward (ops.yaml:1317) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1598,7 +1811,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1176) */
+/* ---- pow_backward_self (ops.yaml:1324) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1606,7 +1819,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:1183) */
+/* ---- pow_backward_exponent (ops.yaml:1331) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1615,7 +1828,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:1190) */
+/* ---- slice_backward (ops.yaml:1338) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1625,7 +1838,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:1198) */
+/* ---- select_backward (ops.yaml:1346) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
