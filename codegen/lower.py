@@ -614,7 +614,15 @@ class OpLowering:
         text = "\n".join(self.record_lines())
         return [a for a in self.s.args if re.search(rf"(?<![\w.>]){a.name}\b", text)]
 
+    def record_results(self) -> list:
+        """Results the record function takes: the differentiable ones and those the formulas save."""
+        saved = {sv.source for sv in self.saved}
+        return [r for r in self.results if r in self.diff_results or r in saved]
+
     def record_call(self, result, self_value: str = "self") -> str:
+        if isinstance(result, (list, tuple)):  # new_<result> locals of a multi-result function
+            keep = self.record_results()
+            result = [x for x, r in zip(result, self.results) if r in keep]
         args = list(result) if isinstance(result, (list, tuple)) else [result]
         for a in self.record_args():
             if a.kind in LIST_KINDS:
@@ -978,7 +986,7 @@ class OpLowering:
         record = self.record_lines()
         n_in = len(self.tensors)
         used = {a.name for a in self.record_args()}
-        record_params = [f"yt_tensor *{r}" for r in self.results] + \
+        record_params = [f"yt_tensor *{r}" for r in self.record_results()] + \
             [p for p, a in _params_with_args(op) if a.name in used]
         releases = [f"yt__saved_release(&node->{sv.field});" for sv in self.saved if sv.c_type == "yt_saved"]
         releases += [f"yt__saved_list_release(&node->{sv.field}, node->{sv.field}_len);" for sv in self.saved
@@ -1074,17 +1082,21 @@ class OpLowering:
                 member = "f" if ctype in ("float", "double") else "i"
                 scal.append(f"const {ctype} {sname} = ({ctype})scalars[{i}].{member};")
             value = expr.render(d)
+            sizes = [f"sizeof({x})" for x in [ost] + [o["storage"] for o in operands]]
             loops.append({
                 "dtype": d, "enum": C_DTYPE[d], "fn": f"{op.c_name}_loop_{d}",
-                "out_storage": ost, "store": ostore.format("value"), "compute": ctype,
+                "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
                 "operands": operands, "scalar_lines": scal, "value": value,
-                "contig_cond": " && ".join(f"strides[{i}] == sizeof({x})" for i, x in
-                                           enumerate([ost] + [o["storage"] for o in operands])),
+                "contig_cond": " && ".join(f"strides[{i}] == {x}" for i, x in enumerate(sizes)),
+                # input b broadcast along the row, everything else contiguous
+                "bcast_cond": [" && ".join(f"strides[{i}] == {'0' if i == b else x}" for i, x in enumerate(sizes))
+                               for b in range(1, len(sizes))],
             })
         return {
             "c_name": op.c_name, "name": self.s.name, "expr": op.pointwise, "loc": str(op.loc),
             "params": ["yt_tensor *result"] + c_params(op, True), "tensors": tensors, "switch_on": switch_on,
             "scalars": scalars, "loops": loops, "n_in": len(tensors),
+            "divisors": [{"name": d, "tensor": self.s.arg(d).kind == "tensor"} for d in expr.int_divisors()],
         }
 
 
