@@ -16,15 +16,15 @@
 
 /* The indexing problem after masks are expanded: per dim of self, an i64 index (or NULL). */
 typedef struct plan {
-    int nd;                       /* self's rank */
-    yt_tensor *idx[YT_MAX_DIM];   /* owned; NULL: dim not indexed */
-    int n_indexed;                /* how many dims are indexed */
-    int first;                    /* the first indexed dim */
-    bool adjacent;                /* indexed dims form one run */
-    yt_shape b;                   /* broadcast shape of the indices */
-    int64_t order[YT_MAX_DIM];    /* indexed dims, then the others */
-    yt_tensor *flat;              /* owned: i64 [numel(B)], positions over the indexed dims */
-    int64_t p;                    /* product of the indexed sizes */
+    int nd;                     /* self's rank */
+    yt_tensor *idx[YT_MAX_DIM]; /* owned; NULL: dim not indexed */
+    int n_indexed;              /* how many dims are indexed */
+    int first;                  /* the first indexed dim */
+    bool adjacent;              /* indexed dims form one run */
+    yt_shape b;                 /* broadcast shape of the indices */
+    int64_t order[YT_MAX_DIM];  /* indexed dims, then the others */
+    yt_tensor *flat;            /* owned: i64 [numel(B)], positions over the indexed dims */
+    int64_t p;                  /* product of the indexed sizes */
 } plan;
 
 static void
@@ -49,9 +49,8 @@ expand_masks(plan *pl, const char *op, yt_tensor *self, yt_tensor *const *indice
         bool mask = t->dtype == YT_DTYPE_BOOL || t->dtype == YT_DTYPE_U8;
         if (!mask && !yt_dtype_is_floating(t->dtype) && t->dtype != YT_DTYPE_BOOL) {
             if (d >= pl->nd)
-                return yt__fail_status(YT_ERR_SHAPE,
-                                       "%s: too many indices for a %d-D self (got %d)", op,
-                                       pl->nd, n);
+                return yt__fail_status(
+                    YT_ERR_SHAPE, "%s: too many indices for a %d-D self (got %d)", op, pl->nd, n);
             pl->idx[d++] = yt__cast_copy(t, YT_DTYPE_I64);
             if (pl->idx[d - 1] == NULL)
                 return yt__last_status();
@@ -264,7 +263,9 @@ yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_
     if (pl.n_indexed == 0) { /* self[...] = values over everything */
         plan_release(&pl);
         yt_tensor *e = yt_expand(values, self->sizes, self->dim);
-        yt_tensor *r = e == NULL ? NULL : accumulate ? yt_add(self, e) : yt_add_ex(e, self, yt_int(0));
+        yt_tensor *r = e == NULL    ? NULL
+                       : accumulate ? yt_add(self, e)
+                                    : yt_add_ex(e, self, yt_int(0));
         yt_release(e);
         return r;
     }
@@ -286,7 +287,7 @@ yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_
         rows[r++] = self->sizes[pl.order[j]];
     yt_tensor *v2 = vf == NULL ? NULL : yt_reshape(vf, rows, r);
     yt_tensor *m = v2 == NULL ? NULL : merged_self(&pl, self);
-    yt_tensor *put = m == NULL ? NULL
+    yt_tensor *put = m == NULL    ? NULL
                      : accumulate ? yt_index_add(m, 0, pl.flat, v2)
                                   : yt_index_copy(m, 0, pl.flat, v2);
     /* back to self's layout: unmerge, then undo the permutation */

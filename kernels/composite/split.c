@@ -137,8 +137,8 @@ yt__composite_stack(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 int64_t
-yt__composite_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
-                           int tensors_len, yt_tensor **out, int64_t out_capacity)
+yt__composite_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
+                           yt_tensor **out, int64_t out_capacity)
 {
     if (yt__check_capacity("cat_backward", tensors_len, out, out_capacity) != YT_OK)
         return -1;
