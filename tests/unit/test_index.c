@@ -289,3 +289,96 @@ Test(index, argsort_stable_with_nan)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+Test(index, advanced_indexing_rules)
+{
+    const int64_t s[3] = {2, 3, 4};
+    yt_tensor *x = iota(s, 3);
+    const double iv[2] = {1, 0}, jv[2] = {2, -1};
+    const int64_t is[1] = {2};
+    yt_tensor *i = from(iv, is, 1, YT_DTYPE_I64), *j = from(jv, is, 1, YT_DTYPE_I64);
+    /* adjacent indexed dims stay in place: x[:, [1, 0], [2, -1]] is [2, 2] */
+    yt_tensor *adj[3] = {NULL, i, j};
+    yt_tensor *a = yt_index(x, adj, 3);
+    const double awant[4] = {6, 3, 18, 15};
+    const int64_t as[2] = {2, 2};
+    expect_values(a, awant, 4, as, 2);
+    /* separated ones lead: x[[1, 0], :, [2, -1]] is [2, 3] */
+    yt_tensor *sep[3] = {i, NULL, j};
+    yt_tensor *b = yt_index(x, sep, 3);
+    const double bwant[6] = {14, 18, 22, 3, 7, 11};
+    const int64_t bs[2] = {2, 3};
+    expect_values(b, bwant, 6, bs, 2);
+    /* a bool mask over two dims */
+    const double mv[6] = {1, 0, 0, 0, 1, 1};
+    const int64_t ms[2] = {2, 3};
+    yt_tensor *m = from(mv, ms, 2, YT_DTYPE_BOOL);
+    yt_tensor *byMask[1] = {m};
+    yt_tensor *c = yt_index(x, byMask, 1);
+    const double cwant[12] = {0, 1, 2, 3, 16, 17, 18, 19, 20, 21, 22, 23};
+    const int64_t cs[2] = {3, 4};
+    expect_values(c, cwant, 12, cs, 2);
+    /* out of range, and too many indices */
+    const double bad[1] = {3};
+    const int64_t one[1] = {1};
+    yt_tensor *k = from(bad, one, 1, YT_DTYPE_I64);
+    yt_tensor *oob[2] = {NULL, k};
+    cr_assert_null(yt_index(x, oob, 2));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "index: index 3 is out of bounds for dimension 1 with size 3");
+    yt_tensor *many[4] = {i, i, i, i};
+    cr_assert_null(yt_index(x, many, 4));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "index: too many indices");
+    /* index_put with accumulate adds at repeated positions */
+    const double dup[3] = {1, 1, 0};
+    const int64_t ds[1] = {3};
+    yt_tensor *d = from(dup, ds, 1, YT_DTYPE_I64);
+    const int64_t vs[1] = {3};
+    yt_tensor *row = iota(vs, 1);
+    const int64_t s2[2] = {2, 3};
+    yt_tensor *z = yt_zeros_ex(s2, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *put_idx[1] = {d};
+    yt_tensor *acc = yt_index_put_ex(z, put_idx, 1, row, true); /* row broadcast per index */
+    const double accwant[6] = {0, 1, 2, 0, 2, 4};
+    expect_values(acc, accwant, 6, s2, 2);
+    yt_release(acc);
+    yt_release(z);
+    yt_release(row);
+    yt_release(d);
+    yt_release(k);
+    yt_release(c);
+    yt_release(m);
+    yt_release(b);
+    yt_release(a);
+    yt_release(j);
+    yt_release(i);
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(index, sort_and_topk)
+{
+    const double v[6] = {2, 5, 2, NAN, -1, 5};
+    const int64_t s[1] = {6};
+    yt_tensor *x = from(v, s, 1, YT_DTYPE_F64);
+    yt_tensor *values = NULL, *indices = NULL;
+    cr_assert_eq(yt_sort_ex(x, 0, true, &values, &indices), YT_OK, "%s", yt_errmsg());
+    const double vwant[6] = {NAN, 5, 5, 2, 2, -1}, iwant[6] = {3, 1, 5, 0, 2, 4};
+    expect_values(values, vwant, 6, s, 1);
+    expect_values(indices, iwant, 6, s, 1);
+    yt_release(values);
+    yt_release(indices);
+    cr_assert_eq(yt_topk_ex(x, 2, 0, false, true, &values, &indices), YT_OK, "%s", yt_errmsg());
+    const double twant[2] = {-1, 2}, tiwant[2] = {4, 0};
+    const int64_t ts[1] = {2};
+    expect_values(values, twant, 2, ts, 1);
+    expect_values(indices, tiwant, 2, ts, 1);
+    yt_release(values);
+    yt_release(indices);
+    values = indices = (yt_tensor *)1;
+    cr_assert_neq(yt_topk_ex(x, 7, 0, true, true, &values, &indices), YT_OK);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "topk: k=7 is out of range for dimension 0 of size 6");
+    cr_assert_null(values);
+    cr_assert_null(indices);
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}

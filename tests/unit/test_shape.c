@@ -269,3 +269,52 @@ Test(shape, pad_modes)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+Test(shape, cat_stack_split)
+{
+    const int64_t a_s[2] = {2, 3}, b_s[2] = {3, 2};
+    yt_tensor *a = iota(a_s, 2);
+    yt_tensor *b0 = iota(b_s, 2);
+    yt_tensor *b = yt_t(b0); /* [[0 2 4] [1 3 5]], not contiguous */
+    yt_tensor *bi = yt_to(b, YT_DTYPE_I32);
+    yt_tensor *list[2] = {a, bi};
+    yt_tensor *c = yt_cat(list, 2); /* promotes to f64 */
+    const double cwant[12] = {0, 1, 2, 3, 4, 5, 0, 2, 4, 1, 3, 5};
+    const int64_t cs[2] = {4, 3};
+    expect_values(c, cwant, 12, cs, 2);
+    cr_assert_eq(yt_tensor_dtype(c), YT_DTYPE_F64);
+    yt_tensor *c1 = yt_cat_ex(list, 2, -1);
+    const double c1want[12] = {0, 1, 2, 0, 2, 4, 3, 4, 5, 1, 3, 5};
+    const int64_t c1s[2] = {2, 6};
+    expect_values(c1, c1want, 12, c1s, 2);
+    const int64_t bad_s[2] = {2, 4};
+    yt_tensor *bad = yt_zeros_ex(bad_s, 2, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *mismatch[2] = {a, bad};
+    cr_assert_null(yt_cat(mismatch, 2));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "cat: sizes of tensors must match except in dimension 0: "
+                                  "expected size 3 but got size 4 for tensor number 1");
+    yt_tensor *st = yt_stack_ex(list, 2, 1);
+    const double stwant[12] = {0, 1, 2, 0, 2, 4, 3, 4, 5, 1, 3, 5};
+    const int64_t sts[3] = {2, 2, 3};
+    expect_values(st, stwant, 12, sts, 3);
+
+    yt_tensor *pieces[4];
+    int64_t n = yt_split_ex(a, 2, 1, pieces, 4);
+    cr_assert_eq(n, 2, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_size(pieces[1], 1), 1);
+    cr_assert(shares_storage(pieces[0], a), "split pieces are views");
+    yt_release(pieces[0]);
+    yt_release(pieces[1]);
+    cr_assert_eq(yt_chunk_ex(a, 3, 1, NULL, 0), 3);
+    cr_assert_eq(yt_unbind_ex(a, 1, pieces, 2), -1);
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "unbind: out_capacity=2 is too small for the 3 results");
+    yt_release(st);
+    yt_release(bad);
+    yt_release(c1);
+    yt_release(c);
+    yt_release(bi);
+    yt_release(b);
+    yt_release(b0);
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
