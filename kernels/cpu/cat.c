@@ -2,7 +2,7 @@
  * [outer, n_i, inner]: an input that is contiguous and of the result's dtype is one memcpy of
  * n_i * inner elements per outer index (one memcpy in all when dim is the first non-trivial dim);
  * any other input is copied into its narrowed view of the result by the strided, converting copy.
- * Large copies split the outer loop across threads. Legacy rule kept from PyTorch: 1-D inputs of
+ * Copies of 8 MiB and more split the outer loop across threads. Legacy rule kept from PyTorch: 1-D inputs of
  * size 0 are skipped whatever their rank mismatch. */
 #include <string.h>
 
@@ -45,7 +45,8 @@ yt__cpu_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64
                 memcpy(dst, src, run);
             } else {
                 int64_t bytes = outer * (int64_t)run;
-#pragma omp parallel for if (bytes > 4 * YT_PARALLEL_GRAIN * 8) schedule(static)
+/* memcpy is memory-bound: a second thread pays off only for large copies (8 MiB) */
+#pragma omp parallel for if (bytes > (8 << 20)) schedule(static)
                 for (int64_t o = 0; o < outer; o++)
                     memcpy(dst + (size_t)o * stride, src + (size_t)o * run, run);
             }
