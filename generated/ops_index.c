@@ -948,7 +948,7 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 }
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
- * from ops.yaml:1589 */
+ * from ops.yaml:1590 */
 yt_tensor *
 yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
 {
@@ -972,7 +972,7 @@ yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:1603 */
+ * from ops.yaml:1604 */
 yt_tensor *
 yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values)
 {
@@ -980,7 +980,7 @@ yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_ten
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:1603 */
+ * from ops.yaml:1604 */
 yt_tensor *
 yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values,
                 bool accumulate)
@@ -1013,7 +1013,7 @@ yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1617; backward from derivatives.yaml:397 */
+ * from ops.yaml:1618; backward from derivatives.yaml:397 */
 yt_status
 yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 {
@@ -1021,7 +1021,7 @@ yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1617; backward from derivatives.yaml:397 */
+ * from ops.yaml:1618; backward from derivatives.yaml:397 */
 yt_status
 yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt_tensor **indices)
 {
@@ -1065,7 +1065,7 @@ yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1633; backward from derivatives.yaml:401 */
+ * from ops.yaml:1634; backward from derivatives.yaml:401 */
 yt_status
 yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tensor **indices)
 {
@@ -1073,7 +1073,7 @@ yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tenso
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1633; backward from derivatives.yaml:401 */
+ * from ops.yaml:1634; backward from derivatives.yaml:401 */
 yt_status
 yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descending,
                   yt_tensor **values, yt_tensor **indices)
@@ -1119,7 +1119,7 @@ yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descend
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:1645; backward from derivatives.yaml:405 */
+ * from ops.yaml:1646; backward from derivatives.yaml:405 */
 yt_status
 yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 {
@@ -1127,7 +1127,7 @@ yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:1645; backward from derivatives.yaml:405 */
+ * from ops.yaml:1646; backward from derivatives.yaml:405 */
 yt_status
 yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, yt_tensor **values,
            yt_tensor **indices)

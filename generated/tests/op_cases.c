@@ -17842,7 +17842,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1595 sample 0",
+        .where = "ops.yaml:1596 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -17859,7 +17859,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1595 sample 1",
+        .where = "ops.yaml:1596 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -17876,7 +17876,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1595 sample 2",
+        .where = "ops.yaml:1596 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -17899,7 +17899,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1595 sample 3",
+        .where = "ops.yaml:1596 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17916,7 +17916,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1595 sample 4",
+        .where = "ops.yaml:1596 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -17929,7 +17929,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1595 sample 5",
+        .where = "ops.yaml:1596 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -17946,7 +17946,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1610 sample 0",
+        .where = "ops.yaml:1611 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -17964,7 +17964,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1610 sample 1",
+        .where = "ops.yaml:1611 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -17982,7 +17982,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1610 sample 2",
+        .where = "ops.yaml:1611 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -18006,7 +18006,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1610 sample 3",
+        .where = "ops.yaml:1611 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18024,7 +18024,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1610 sample 4",
+        .where = "ops.yaml:1611 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -18042,7 +18042,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 0 result values",
+        .where = "ops.yaml:1626 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1243,
@@ -18053,7 +18053,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 0 result indices",
+        .where = "ops.yaml:1626 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1244,
@@ -18064,7 +18064,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 1 result values",
+        .where = "ops.yaml:1626 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1245,
@@ -18075,7 +18075,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 1 result indices",
+        .where = "ops.yaml:1626 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1246,
@@ -18086,7 +18086,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 2 result values",
+        .where = "ops.yaml:1626 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18098,7 +18098,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 2 result indices",
+        .where = "ops.yaml:1626 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18110,7 +18110,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 3 result values",
+        .where = "ops.yaml:1626 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1249,
@@ -18121,7 +18121,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 3 result indices",
+        .where = "ops.yaml:1626 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1250,
@@ -18132,7 +18132,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 4 result values",
+        .where = "ops.yaml:1626 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1251,
@@ -18143,7 +18143,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1625 sample 4 result indices",
+        .where = "ops.yaml:1626 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1252,
@@ -18154,7 +18154,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1641 sample 0 result values",
+        .where = "ops.yaml:1642 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_stable_values_1253,
@@ -18165,7 +18165,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1641 sample 0 result indices",
+        .where = "ops.yaml:1642 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_stable_indices_1254,
@@ -18176,7 +18176,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1641 sample 1 result values",
+        .where = "ops.yaml:1642 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18188,7 +18188,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1641 sample 1 result indices",
+        .where = "ops.yaml:1642 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18200,7 +18200,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 0 result values",
+        .where = "ops.yaml:1656 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1257,
@@ -18211,7 +18211,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 0 result indices",
+        .where = "ops.yaml:1656 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1258,
@@ -18222,7 +18222,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 1 result values",
+        .where = "ops.yaml:1656 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1259,
@@ -18233,7 +18233,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 1 result indices",
+        .where = "ops.yaml:1656 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1260,
@@ -18244,7 +18244,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 2 result values",
+        .where = "ops.yaml:1656 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18256,7 +18256,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 2 result indices",
+        .where = "ops.yaml:1656 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18268,7 +18268,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 3 result values",
+        .where = "ops.yaml:1656 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1263,
@@ -18279,7 +18279,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 3 result indices",
+        .where = "ops.yaml:1656 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1264,
@@ -18290,7 +18290,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 4 result values",
+        .where = "ops.yaml:1656 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1265,
@@ -18301,7 +18301,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1655 sample 4 result indices",
+        .where = "ops.yaml:1656 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1266,
@@ -18312,7 +18312,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1676 sample 0",
+        .where = "ops.yaml:1677 sample 0",
         .n_inputs = 0,
         .call = call_zeros_1267,
         .call_inplace = NULL,
@@ -18322,7 +18322,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1684 sample 0",
+        .where = "ops.yaml:1685 sample 0",
         .n_inputs = 0,
         .call = call_ones_1268,
         .call_inplace = NULL,
@@ -18332,7 +18332,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1692 sample 0",
+        .where = "ops.yaml:1693 sample 0",
         .n_inputs = 0,
         .call = call_full_1269,
         .call_inplace = NULL,
@@ -18342,7 +18342,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1707 sample 0",
+        .where = "ops.yaml:1708 sample 0",
         .n_inputs = 0,
         .call = call_arange_1270,
         .call_inplace = NULL,
@@ -18352,7 +18352,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1715 sample 0",
+        .where = "ops.yaml:1716 sample 0",
         .n_inputs = 0,
         .call = call_rand_1271,
         .call_inplace = NULL,
@@ -18362,7 +18362,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1726 sample 0",
+        .where = "ops.yaml:1727 sample 0",
         .n_inputs = 0,
         .call = call_randn_1273,
         .call_inplace = NULL,
@@ -18372,7 +18372,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1745 sample 0",
+        .where = "ops.yaml:1746 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1275,
@@ -18383,7 +18383,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1745 sample 1",
+        .where = "ops.yaml:1746 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1276,
@@ -20022,7 +20022,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1720: is_floating(result_dtype)",
+        .what = "ops.yaml:1721: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_1272,
         .expect = 0,
@@ -20030,7 +20030,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1731: is_floating(result_dtype)",
+        .what = "ops.yaml:1732: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_1274,
         .expect = 0,
@@ -20038,7 +20038,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1739: dtype of self",
+        .what = "ops.yaml:1740: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_sum_to_1277,

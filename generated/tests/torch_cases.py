@@ -3039,180 +3039,180 @@ def case_521(self):
     """argsort (ops.yaml:1582 sample 0)"""
     dim = -1
     descending = False
-    return torch.ops.aten.argsort(self, dim, descending)
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_522(self):
     """argsort (ops.yaml:1582 sample 1)"""
     dim = 0
     descending = True
-    return torch.ops.aten.argsort(self, dim, descending)
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_523(self):
     """argsort (ops.yaml:1582 sample 2)"""
     dim = 1
     descending = False
-    return torch.ops.aten.argsort(self, dim, descending)
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_524(self):
     """argsort (ops.yaml:1582 sample 3)"""
     dim = -1
     descending = False
-    return torch.ops.aten.argsort(self, dim, descending)
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_525(self):
     """argsort (ops.yaml:1582 sample 4)"""
     dim = -1
     descending = False
-    return torch.ops.aten.argsort(self, dim, descending)
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_526(self, indices_0):
-    """index.Tensor (ops.yaml:1595 sample 0)"""
+    """index.Tensor (ops.yaml:1596 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_527(self, indices_1):
-    """index.Tensor (ops.yaml:1595 sample 1)"""
+    """index.Tensor (ops.yaml:1596 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_528(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:1595 sample 2)"""
+    """index.Tensor (ops.yaml:1596 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
 def case_529(self, indices_0):
-    """index.Tensor (ops.yaml:1595 sample 3)"""
+    """index.Tensor (ops.yaml:1596 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_530(self, indices_1):
-    """index.Tensor (ops.yaml:1595 sample 4)"""
+    """index.Tensor (ops.yaml:1596 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_531(self, indices_1):
-    """index.Tensor (ops.yaml:1595 sample 5)"""
+    """index.Tensor (ops.yaml:1596 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_532(self, indices_0, values):
-    """index_put (ops.yaml:1610 sample 0)"""
+    """index_put (ops.yaml:1611 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_533(self, indices_1, values):
-    """index_put (ops.yaml:1610 sample 1)"""
+    """index_put (ops.yaml:1611 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_534(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:1610 sample 2)"""
+    """index_put (ops.yaml:1611 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_535(self, indices_0, values):
-    """index_put (ops.yaml:1610 sample 3)"""
+    """index_put (ops.yaml:1611 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_536(self, indices_1, values):
-    """index_put (ops.yaml:1610 sample 4)"""
+    """index_put (ops.yaml:1611 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_537(self):
-    """sort (ops.yaml:1625 sample 0 result values)"""
+    """sort (ops.yaml:1626 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_538(self):
-    """sort (ops.yaml:1625 sample 0 result indices)"""
+    """sort (ops.yaml:1626 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_539(self):
-    """sort (ops.yaml:1625 sample 1 result values)"""
+    """sort (ops.yaml:1626 sample 1 result values)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_540(self):
-    """sort (ops.yaml:1625 sample 1 result indices)"""
+    """sort (ops.yaml:1626 sample 1 result indices)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_541(self):
-    """sort (ops.yaml:1625 sample 2 result values)"""
+    """sort (ops.yaml:1626 sample 2 result values)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_542(self):
-    """sort (ops.yaml:1625 sample 2 result indices)"""
+    """sort (ops.yaml:1626 sample 2 result indices)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_543(self):
-    """sort (ops.yaml:1625 sample 3 result values)"""
+    """sort (ops.yaml:1626 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_544(self):
-    """sort (ops.yaml:1625 sample 3 result indices)"""
+    """sort (ops.yaml:1626 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_545(self):
-    """sort (ops.yaml:1625 sample 4 result values)"""
+    """sort (ops.yaml:1626 sample 4 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_546(self):
-    """sort (ops.yaml:1625 sample 4 result indices)"""
+    """sort (ops.yaml:1626 sample 4 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_547(self):
-    """sort.stable (ops.yaml:1641 sample 0 result values)"""
+    """sort.stable (ops.yaml:1642 sample 0 result values)"""
     stable = True
     dim = -1
     descending = False
@@ -3220,7 +3220,7 @@ def case_547(self):
 
 
 def case_548(self):
-    """sort.stable (ops.yaml:1641 sample 0 result indices)"""
+    """sort.stable (ops.yaml:1642 sample 0 result indices)"""
     stable = True
     dim = -1
     descending = False
@@ -3228,7 +3228,7 @@ def case_548(self):
 
 
 def case_549(self):
-    """sort.stable (ops.yaml:1641 sample 1 result values)"""
+    """sort.stable (ops.yaml:1642 sample 1 result values)"""
     stable = True
     dim = 0
     descending = True
@@ -3236,7 +3236,7 @@ def case_549(self):
 
 
 def case_550(self):
-    """sort.stable (ops.yaml:1641 sample 1 result indices)"""
+    """sort.stable (ops.yaml:1642 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
@@ -3244,7 +3244,7 @@ def case_550(self):
 
 
 def case_551(self):
-    """topk (ops.yaml:1655 sample 0 result values)"""
+    """topk (ops.yaml:1656 sample 0 result values)"""
     k = 2
     dim = -1
     largest = True
@@ -3253,7 +3253,7 @@ def case_551(self):
 
 
 def case_552(self):
-    """topk (ops.yaml:1655 sample 0 result indices)"""
+    """topk (ops.yaml:1656 sample 0 result indices)"""
     k = 2
     dim = -1
     largest = True
@@ -3262,7 +3262,7 @@ def case_552(self):
 
 
 def case_553(self):
-    """topk (ops.yaml:1655 sample 1 result values)"""
+    """topk (ops.yaml:1656 sample 1 result values)"""
     k = 3
     dim = 0
     largest = False
@@ -3271,7 +3271,7 @@ def case_553(self):
 
 
 def case_554(self):
-    """topk (ops.yaml:1655 sample 1 result indices)"""
+    """topk (ops.yaml:1656 sample 1 result indices)"""
     k = 3
     dim = 0
     largest = False
@@ -3280,7 +3280,7 @@ def case_554(self):
 
 
 def case_555(self):
-    """topk (ops.yaml:1655 sample 2 result values)"""
+    """topk (ops.yaml:1656 sample 2 result values)"""
     k = 1
     dim = 1
     largest = True
@@ -3289,7 +3289,7 @@ def case_555(self):
 
 
 def case_556(self):
-    """topk (ops.yaml:1655 sample 2 result indices)"""
+    """topk (ops.yaml:1656 sample 2 result indices)"""
     k = 1
     dim = 1
     largest = True
@@ -3298,7 +3298,7 @@ def case_556(self):
 
 
 def case_557(self):
-    """topk (ops.yaml:1655 sample 3 result values)"""
+    """topk (ops.yaml:1656 sample 3 result values)"""
     k = 0
     dim = -1
     largest = True
@@ -3307,7 +3307,7 @@ def case_557(self):
 
 
 def case_558(self):
-    """topk (ops.yaml:1655 sample 3 result indices)"""
+    """topk (ops.yaml:1656 sample 3 result indices)"""
     k = 0
     dim = -1
     largest = True
@@ -3316,7 +3316,7 @@ def case_558(self):
 
 
 def case_559(self):
-    """topk (ops.yaml:1655 sample 4 result values)"""
+    """topk (ops.yaml:1656 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -3325,7 +3325,7 @@ def case_559(self):
 
 
 def case_560(self):
-    """topk (ops.yaml:1655 sample 4 result indices)"""
+    """topk (ops.yaml:1656 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -3334,7 +3334,7 @@ def case_560(self):
 
 
 def case_561():
-    """zeros (ops.yaml:1676 sample 0)"""
+    """zeros (ops.yaml:1677 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3342,7 +3342,7 @@ def case_561():
 
 
 def case_562():
-    """ones (ops.yaml:1684 sample 0)"""
+    """ones (ops.yaml:1685 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3350,7 +3350,7 @@ def case_562():
 
 
 def case_563():
-    """full (ops.yaml:1692 sample 0)"""
+    """full (ops.yaml:1693 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -3359,7 +3359,7 @@ def case_563():
 
 
 def case_564():
-    """arange (ops.yaml:1707 sample 0)"""
+    """arange (ops.yaml:1708 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -3369,7 +3369,7 @@ def case_564():
 
 
 def case_565():
-    """rand (ops.yaml:1715 sample 0)"""
+    """rand (ops.yaml:1716 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3377,7 +3377,7 @@ def case_565():
 
 
 def case_566():
-    """randn (ops.yaml:1726 sample 0)"""
+    """randn (ops.yaml:1727 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3385,13 +3385,13 @@ def case_566():
 
 
 def case_567(self):
-    """sum_to (ops.yaml:1745 sample 0)"""
+    """sum_to (ops.yaml:1746 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_568(self):
-    """sum_to (ops.yaml:1745 sample 1)"""
+    """sum_to (ops.yaml:1746 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -4975,133 +4975,133 @@ CASES = [
     dict(op="argsort", where="ops.yaml:1582 sample 4", fn=case_525, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1595 sample 0", fn=case_526, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:1596 sample 0", fn=case_526, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1595 sample 1", fn=case_527, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1596 sample 1", fn=case_527, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1595 sample 2", fn=case_528, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:1596 sample 2", fn=case_528, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1595 sample 3", fn=case_529, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:1596 sample 3", fn=case_529, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1595 sample 4", fn=case_530, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1596 sample 4", fn=case_530, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1595 sample 5", fn=case_531, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1596 sample 5", fn=case_531, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1610 sample 0", fn=case_532, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:1611 sample 0", fn=case_532, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1610 sample 1", fn=case_533, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1611 sample 1", fn=case_533, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1610 sample 2", fn=case_534, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1611 sample 2", fn=case_534, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1610 sample 3", fn=case_535, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:1611 sample 3", fn=case_535, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1610 sample 4", fn=case_536, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1611 sample 4", fn=case_536, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 0 result values", fn=case_537, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 0 result values", fn=case_537, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 0 result indices", fn=case_538, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 0 result indices", fn=case_538, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 1 result values", fn=case_539, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 1 result values", fn=case_539, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 1 result indices", fn=case_540, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 1 result indices", fn=case_540, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 2 result values", fn=case_541, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 2 result values", fn=case_541, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 2 result indices", fn=case_542, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 2 result indices", fn=case_542, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 3 result values", fn=case_543, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 3 result values", fn=case_543, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 3 result indices", fn=case_544, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 3 result indices", fn=case_544, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 4 result values", fn=case_545, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 4 result values", fn=case_545, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1625 sample 4 result indices", fn=case_546, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1626 sample 4 result indices", fn=case_546, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1641 sample 0 result values", fn=case_547, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1642 sample 0 result values", fn=case_547, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1641 sample 0 result indices", fn=case_548, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1642 sample 0 result indices", fn=case_548, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1641 sample 1 result values", fn=case_549, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1642 sample 1 result values", fn=case_549, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1641 sample 1 result indices", fn=case_550, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1642 sample 1 result indices", fn=case_550, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 0 result values", fn=case_551, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 0 result values", fn=case_551, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 0 result indices", fn=case_552, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 0 result indices", fn=case_552, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 1 result values", fn=case_553, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 1 result values", fn=case_553, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 1 result indices", fn=case_554, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 1 result indices", fn=case_554, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 2 result values", fn=case_555, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 2 result values", fn=case_555, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 2 result indices", fn=case_556, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 2 result indices", fn=case_556, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 3 result values", fn=case_557, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 3 result values", fn=case_557, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 3 result indices", fn=case_558, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 3 result indices", fn=case_558, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 4 result values", fn=case_559, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 4 result values", fn=case_559, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1655 sample 4 result indices", fn=case_560, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1656 sample 4 result indices", fn=case_560, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:1676 sample 0", fn=case_561, tensors=[],
+    dict(op="zeros", where="ops.yaml:1677 sample 0", fn=case_561, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1684 sample 0", fn=case_562, tensors=[],
+    dict(op="ones", where="ops.yaml:1685 sample 0", fn=case_562, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1692 sample 0", fn=case_563, tensors=[],
+    dict(op="full", where="ops.yaml:1693 sample 0", fn=case_563, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:1707 sample 0", fn=case_564, tensors=[],
+    dict(op="arange", where="ops.yaml:1708 sample 0", fn=case_564, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1715 sample 0", fn=case_565, tensors=[],
+    dict(op="rand", where="ops.yaml:1716 sample 0", fn=case_565, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:1726 sample 0", fn=case_566, tensors=[],
+    dict(op="randn", where="ops.yaml:1727 sample 0", fn=case_566, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1745 sample 0", fn=case_567, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1746 sample 0", fn=case_567, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1745 sample 1", fn=case_568, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1746 sample 1", fn=case_568, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
