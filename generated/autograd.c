@@ -5511,8 +5511,1066 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
-/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+/* flip(Tensor self, int[] dims) -> Tensor
+ * backward, from derivatives.yaml:392:
+ *   self: flip(grad, dims)
+ */
+typedef struct flip_node {
+    yt_node base;     /* must be first */
+    yt_int_list dims; /* used by: self */
+} flip_node;
+
+static yt_status
+flip_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    flip_node *node = (flip_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_flip(grads[0], node->dims.v, node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+flip_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind flip_node_kind = {
+    .name = "FlipBackward",
+    .op_name = "flip",
+    .size = sizeof(flip_node),
+    .backward = flip_backward,
+    .release_saved = flip_release_saved,
+};
+
+yt_status
+yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dims_len)
+{
+    flip_node *node = (flip_node *)yt__node_new(&flip_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * backward, from derivatives.yaml:395:
+ *   self: roll_backward(grad, shifts, dims)
+ */
+typedef struct roll_node {
+    yt_node base;       /* must be first */
+    yt_int_list shifts; /* used by: self */
+    yt_int_list dims;   /* used by: self */
+} roll_node;
+
+static yt_status
+roll_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    roll_node *node = (roll_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_roll_backward(grads[0], node->shifts.v, node->shifts.len, node->dims.v,
+                                  node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+roll_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind roll_node_kind = {
+    .name = "RollBackward",
+    .op_name = "roll",
+    .size = sizeof(roll_node),
+    .backward = roll_backward,
+    .release_saved = roll_release_saved,
+};
+
+yt_status
+yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int shifts_len,
+                const int64_t *dims, int dims_len)
+{
+    roll_node *node = (roll_node *)yt__node_new(&roll_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->shifts.len = shifts_len;
+    for (int i = 0; i < shifts_len; i++)
+        node->shifts.v[i] = shifts[i];
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:398:
+ *   self: tril(grad, diagonal)
+ */
+typedef struct tril_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} tril_node;
+
+static yt_status
+tril_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    tril_node *node = (tril_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_tril_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+tril_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind tril_node_kind = {
+    .name = "TrilBackward",
+    .op_name = "tril",
+    .size = sizeof(tril_node),
+    .backward = tril_backward,
+    .release_saved = tril_release_saved,
+};
+
+yt_status
+yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    tril_node *node = (tril_node *)yt__node_new(&tril_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:401:
+ *   self: triu(grad, diagonal)
+ */
+typedef struct triu_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} triu_node;
+
+static yt_status
+triu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    triu_node *node = (triu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_triu_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+triu_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind triu_node_kind = {
+    .name = "TriuBackward",
+    .op_name = "triu",
+    .size = sizeof(triu_node),
+    .backward = triu_backward,
+    .release_saved = triu_release_saved,
+};
+
+yt_status
+yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    triu_node *node = (triu_node *)yt__node_new(&triu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
  * backward, from derivatives.yaml:404:
+ *   tensors: cat_backward(grad, dim, tensors)
+ */
+typedef struct cat_node {
+    yt_node base;      /* must be first */
+    int tensors_len;   /* elements of tensors: inputs 0.. of the node */
+    int64_t dim;       /* used by: tensors */
+    yt_saved *tensors; /* [tensors_len]; used by: tensors */
+} cat_node;
+
+static yt_status
+cat_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cat_node *node = (cat_node *)node_;
+
+    if (yt__needs_any_grad(&node->base, 0, node->tensors_len)) {
+        yt_tensor **tensors =
+            yt__saved_list_unpack(node->tensors, node->tensors_len, &node->base, "tensors");
+        int64_t n_grads = yt_cat_backward(grads[0], node->dim, tensors, node->tensors_len, out + 0,
+                                          node->tensors_len);
+        yt__release_list(tensors, node->tensors_len);
+        if (n_grads != node->tensors_len)
+            return n_grads < 0
+                       ? yt__last_status()
+                       : yt__fail_status(
+                             YT_ERR_INTERNAL,
+                             "cat: the formula for tensors gave %lld gradients for %d tensors",
+                             (long long)n_grads, node->tensors_len);
+    }
+    return YT_OK;
+}
+
+static void
+cat_release_saved(yt_node *node_)
+{
+    cat_node *node = (cat_node *)node_;
+    yt__saved_list_release(&node->tensors, node->tensors_len);
+}
+
+static const yt_node_kind cat_node_kind = {
+    .name = "CatBackward",
+    .op_name = "cat",
+    .size = sizeof(cat_node),
+    .backward = cat_backward,
+    .release_saved = cat_release_saved,
+};
+
+yt_status
+yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    cat_node *node = (cat_node *)yt__node_new(&cat_node_kind, 0 + tensors_len, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    node->tensors_len = tensors_len;
+    for (int i = 0; i < tensors_len; i++)
+        yt__node_set_edge(&node->base, 0 + i, tensors[i]);
+    node->dim = dim;
+    if (status == YT_OK && (yt__needs_any_grad(&node->base, 0, tensors_len)))
+        status = yt__saved_list_init(&node->tensors, tensors, tensors_len);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * backward, from derivatives.yaml:410:
+ *   self: index_select_backward(grad, self.shape, dim, index)
+ */
+typedef struct index_select_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} index_select_node;
+
+static yt_status
+index_select_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_select_node *node = (index_select_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_index_select_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                          node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_select_release_saved(yt_node *node_)
+{
+    index_select_node *node = (index_select_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_select_node_kind = {
+    .name = "IndexSelectBackward",
+    .op_name = "index_select",
+    .size = sizeof(index_select_node),
+    .backward = index_select_backward,
+    .release_saved = index_select_release_saved,
+};
+
+yt_status
+yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    index_select_node *node = (index_select_node *)yt__node_new(&index_select_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:413:
+ *   self: grad
+ *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
+ */
+typedef struct index_add_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: source */
+    yt_saved index;        /* used by: source */
+    yt_scalar alpha;       /* used by: source */
+    yt_shape source_shape; /* used by: source */
+} index_add_node;
+
+static yt_status
+index_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_add_node *node = (index_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->alpha);
+        out[2] = yt_reshape(t1, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_add_release_saved(yt_node *node_)
+{
+    index_add_node *node = (index_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_add_node_kind = {
+    .name = "IndexAddBackward",
+    .op_name = "index_add",
+    .size = sizeof(index_add_node),
+    .backward = index_add_backward,
+    .release_saved = index_add_release_saved,
+};
+
+yt_status
+yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                     yt_tensor *source, yt_scalar alpha)
+{
+    index_add_node *node = (index_add_node *)yt__node_new(&index_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    node->alpha = alpha;
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * backward, from derivatives.yaml:417:
+ *   self: index_copy(grad, dim, index, zeros_like(source))
+ *   source: reshape(index_select(grad, dim, index), source.shape)
+ */
+typedef struct index_copy_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: self, source */
+    yt_saved index;        /* used by: self, source */
+    yt_saved source;       /* used by: self */
+    yt_shape source_shape; /* used by: source */
+} index_copy_node;
+
+static yt_status
+index_copy_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *source = yt__saved_unpack(&node->source, &node->base, "source");
+        yt_tensor *t0 = yt_zeros_like(source);
+        out[0] = yt_index_copy(grads[0], node->dim, index, t0);
+        yt_release(t0);
+        yt_release(source);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        out[2] = yt_reshape(t0, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_copy_release_saved(yt_node *node_)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+    yt__saved_release(&node->index);
+    yt__saved_release(&node->source);
+}
+
+static const yt_node_kind index_copy_node_kind = {
+    .name = "IndexCopyBackward",
+    .op_name = "index_copy",
+    .size = sizeof(index_copy_node),
+    .backward = index_copy_backward,
+    .release_saved = index_copy_release_saved,
+};
+
+yt_status
+yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                      yt_tensor *source)
+{
+    index_copy_node *node = (index_copy_node *)yt__node_new(&index_copy_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->source, source, false, 0);
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * backward, from derivatives.yaml:421:
+ *   self: gather_backward(grad, self.shape, dim, index)
+ */
+typedef struct gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} gather_node;
+
+static yt_status
+gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gather_node *node = (gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gather_release_saved(yt_node *node_)
+{
+    gather_node *node = (gather_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind gather_node_kind = {
+    .name = "GatherBackward",
+    .op_name = "gather",
+    .size = sizeof(gather_node),
+    .backward = gather_backward,
+    .release_saved = gather_release_saved,
+};
+
+yt_status
+yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    gather_node *node = (gather_node *)yt__node_new(&gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:424:
+ *   self: scatter(grad, dim, index, 0)
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_node {
+    yt_node base;       /* must be first */
+    int64_t dim;        /* used by: self, src */
+    yt_saved index;     /* used by: self, src */
+    yt_shape src_shape; /* used by: src */
+} scatter_node;
+
+static yt_status
+scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_node *node = (scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_release_saved(yt_node *node_)
+{
+    scatter_node *node = (scatter_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_node_kind = {
+    .name = "ScatterBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_node),
+    .backward = scatter_backward,
+    .release_saved = scatter_release_saved,
+};
+
+yt_status
+yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                   yt_tensor *src)
+{
+    scatter_node *node = (scatter_node *)yt__node_new(&scatter_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    yt__shape_of(&node->src_shape, src);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * backward, from derivatives.yaml:428:
+ *   self: scatter(grad, dim, index, 0)
+ */
+typedef struct scatter_value_node {
+    yt_node base;   /* must be first */
+    int64_t dim;    /* used by: self */
+    yt_saved index; /* used by: self */
+} scatter_value_node;
+
+static yt_status
+scatter_value_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_value_release_saved(yt_node *node_)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_value_node_kind = {
+    .name = "ScatterValueBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_value_node),
+    .backward = scatter_value_backward,
+    .release_saved = scatter_value_release_saved,
+};
+
+yt_status
+yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    scatter_value_node *node = (scatter_value_node *)yt__node_new(&scatter_value_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:431:
+ *   self: grad
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_add_node {
+    yt_node base;       /* must be first */
+    yt_shape src_shape; /* used by: src */
+    int64_t dim;        /* used by: src */
+    yt_saved index;     /* used by: src */
+} scatter_add_node;
+
+static yt_status
+scatter_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_add_release_saved(yt_node *node_)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_add_node_kind = {
+    .name = "ScatterAddBackward",
+    .op_name = "scatter_add",
+    .size = sizeof(scatter_add_node),
+    .backward = scatter_add_backward,
+    .release_saved = scatter_add_release_saved,
+};
+
+yt_status
+yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                       yt_tensor *src)
+{
+    scatter_add_node *node = (scatter_add_node *)yt__node_new(&scatter_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    yt__shape_of(&node->src_shape, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * backward, from derivatives.yaml:435:
+ *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: weight */
+    yt_shape weight_shape;   /* used by: weight */
+    int64_t padding_idx;     /* used by: weight */
+    bool scale_grad_by_freq; /* used by: weight */
+} embedding_node;
+
+static yt_status
+embedding_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_node *node = (embedding_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_weight_backward(grads[0], indices, node->weight_shape.sizes,
+                                              node->weight_shape.dim, node->padding_idx,
+                                              node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_release_saved(yt_node *node_)
+{
+    embedding_node *node = (embedding_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_node_kind = {
+    .name = "EmbeddingBackward",
+    .op_name = "embedding",
+    .size = sizeof(embedding_node),
+    .backward = embedding_backward,
+    .release_saved = embedding_release_saved,
+};
+
+yt_status
+yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
+                     bool scale_grad_by_freq)
+{
+    embedding_node *node = (embedding_node *)yt__node_new(&embedding_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * backward, from derivatives.yaml:438:
+ *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_dense_backward_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: grad_output */
+    int64_t padding_idx;     /* used by: grad_output */
+    bool scale_grad_by_freq; /* used by: grad_output */
+} embedding_dense_backward_node;
+
+static yt_status
+embedding_dense_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_dense_double_backward(grads[0], indices, node->padding_idx,
+                                                    node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_dense_backward_release_saved(yt_node *node_)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_dense_backward_node_kind = {
+    .name = "EmbeddingDenseBackwardBackward",
+    .op_name = "embedding_dense_backward",
+    .size = sizeof(embedding_dense_backward_node),
+    .backward = embedding_dense_backward_backward,
+    .release_saved = embedding_dense_backward_release_saved,
+};
+
+yt_status
+yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *indices,
+                                    int64_t padding_idx, bool scale_grad_by_freq)
+{
+    embedding_dense_backward_node *node =
+        (embedding_dense_backward_node *)yt__node_new(&embedding_dense_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:444:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_node;
+
+static yt_status
+sort_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_node *node = (sort_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_release_saved(yt_node *node_)
+{
+    sort_node *node = (sort_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_node_kind = {
+    .name = "SortBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_node),
+    .backward = sort_backward,
+    .release_saved = sort_release_saved,
+};
+
+yt_status
+yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_node *node = (sort_node *)yt__node_new(&sort_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:448:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_stable_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_stable_node;
+
+static yt_status
+sort_stable_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_stable_release_saved(yt_node *node_)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_stable_node_kind = {
+    .name = "SortStableBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_stable_node),
+    .backward = sort_stable_backward,
+    .release_saved = sort_stable_release_saved,
+};
+
+yt_status
+yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_stable_node *node = (sort_stable_node *)yt__node_new(&sort_stable_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:452:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct topk_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} topk_node;
+
+static yt_status
+topk_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    topk_node *node = (topk_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+topk_release_saved(yt_node *node_)
+{
+    topk_node *node = (topk_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind topk_node_kind = {
+    .name = "TopkBackward",
+    .op_name = "topk",
+    .size = sizeof(topk_node),
+    .backward = topk_backward,
+    .release_saved = topk_release_saved,
+};
+
+yt_status
+yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    topk_node *node = (topk_node *)yt__node_new(&topk_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:465:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -5569,7 +6627,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:407:
+ * backward, from derivatives.yaml:468:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -5626,7 +6684,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:410:
+ * backward, from derivatives.yaml:471:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -5701,7 +6759,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:414:
+ * backward, from derivatives.yaml:475:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -5776,7 +6834,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:421:
+ * backward, from derivatives.yaml:482:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

@@ -411,6 +411,79 @@ const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_baddbmm,
 };
 
+const yt__flip_kernel_fn yt__flip_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_flip,
+};
+
+const yt__roll_kernel_fn yt__roll_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_roll,
+};
+
+const yt__tril_kernel_fn yt__tril_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_tril,
+};
+
+const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_triu,
+};
+
+const yt__cat_kernel_fn yt__cat_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cat,
+};
+
+const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_select,
+};
+
+const yt__index_add_kernel_fn yt__index_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_add,
+};
+
+const yt__index_copy_kernel_fn yt__index_copy_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_copy,
+};
+
+const yt__gather_kernel_fn yt__gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_gather,
+};
+
+const yt__scatter_kernel_fn yt__scatter_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter,
+};
+
+const yt__scatter_value_kernel_fn yt__scatter_value_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_value,
+};
+
+const yt__scatter_add_kernel_fn yt__scatter_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_add,
+};
+
+const yt__embedding_kernel_fn yt__embedding_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_embedding,
+};
+
+const yt__embedding_dense_backward_kernel_fn yt__embedding_dense_backward_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_embedding_dense_backward,
+};
+
+const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argsort,
+};
+
+const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort,
+};
+
+const yt__sort_stable_kernel_fn yt__sort_stable_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort_stable,
+};
+
+const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_topk,
+};
+
 const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_softmax,
 };

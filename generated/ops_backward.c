@@ -397,8 +397,261 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
     return yt__scope_track(result);
 }
 
+/* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
+ * from ops.yaml:1524 */
+yt_tensor *
+yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
+                 int dims_len)
+{
+    if (grad == NULL)
+        return yt__null_arg("roll_backward", "grad"); /* keeps an earlier error */
+    if (shifts_len < 0 || shifts_len > YT_MAX_DIM || (shifts == NULL && shifts_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: shifts has %d entries (expected 0..%d, non-NULL when > 0)",
+                        shifts_len, YT_MAX_DIM);
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: dims has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dims_len, YT_MAX_DIM);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_roll_backward(grad, shifts, shifts_len, dims, dims_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * from ops.yaml:1598 */
+int64_t
+yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
+                yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "cat_backward: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (grad == NULL)
+        return yt__count_error(
+            yt__null_status("cat_backward", "grad")); /* keeps an earlier error */
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE, "cat_backward: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+            tensors_len));
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__count_error(
+                yt__null_status("cat_backward", "tensors")); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != grad->device)
+            return yt__count_error(yt__fail_status(
+                YT_ERR_DEVICE, "cat_backward: tensors[%d] is on %s but grad is on %s", i,
+                yt_device_name(tensors[i]->device), yt_device_name(grad->device)));
+    }
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_cat_backward(grad, dim, tensors, tensors_len, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1677 */
+yt_tensor *
+yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                         int64_t dim, yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("index_select_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("index_select_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "index_select_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "index_select_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "index_select_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_index_select_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1728 */
+yt_tensor *
+yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
+                   yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("gather_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("gather_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "gather_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gather_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "gather_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_gather_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1750 */
+yt_tensor *
+yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
+                        yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("scatter_src_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("scatter_src_backward", "index"); /* keeps an earlier error */
+    if (src_sizes_len < 0 || src_sizes_len > YT_MAX_DIM || (src_sizes == NULL && src_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "scatter_src_backward: src_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            src_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "scatter_src_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "scatter_src_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_scatter_src_backward(grad, src_sizes, src_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1804; backward from derivatives.yaml:438 */
+yt_tensor *
+yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
+                            int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("embedding_dense_backward", "grad_output"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_backward", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_backward: indices is on %s but grad_output is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad_output->device));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_embedding_dense_backward(&result_shape, "embedding_dense_backward", grad_output,
+                                           indices, num_weights) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__embedding_dense_backward_kernel_fn kernel =
+        yt__embedding_dense_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "embedding_dense_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_output);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, grad_output, indices, num_weights,
+                                               padding_idx, scale_grad_by_freq);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_embedding_dense_backward(result, grad_output, indices, padding_idx,
+                                                         scale_grad_by_freq) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1816 */
+yt_tensor *
+yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
+                             int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_weight_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_weight_backward", "indices"); /* keeps an earlier error */
+    if (weight_sizes_len < 0 || weight_sizes_len > YT_MAX_DIM ||
+        (weight_sizes == NULL && weight_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "embedding_weight_backward: weight_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_weight_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_weight_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_weight_backward(
+        grad, indices, weight_sizes, weight_sizes_len, padding_idx, scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1824 */
+yt_tensor *
+yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
+                                   bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_dense_double_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_double_backward",
+                            "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_double_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_double_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_dense_double_backward(grad, indices, padding_idx,
+                                                                      scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1459; backward from derivatives.yaml:410 */
+ * from ops.yaml:2004; backward from derivatives.yaml:471 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -454,7 +707,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1476; backward from derivatives.yaml:414 */
+ * from ops.yaml:2021; backward from derivatives.yaml:475 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -516,7 +769,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1493 */
+ * from ops.yaml:2038 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -554,7 +807,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1501 */
+ * from ops.yaml:2046 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -596,7 +849,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:1509 */
+ * from ops.yaml:2054 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -627,7 +880,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:1697 */
+ * from ops.yaml:2242 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -699,7 +952,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1952 */
+ * from ops.yaml:2497 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -719,7 +972,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1963 */
+ * from ops.yaml:2508 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -741,7 +994,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1970 */
+ * from ops.yaml:2515 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -767,7 +1020,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1977 */
+ * from ops.yaml:2522 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -807,7 +1060,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1984 */
+ * from ops.yaml:2529 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -824,7 +1077,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1991 */
+ * from ops.yaml:2536 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -853,7 +1106,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1998 */
+ * from ops.yaml:2543 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -888,7 +1141,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:2005 */
+ * from ops.yaml:2550 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -933,7 +1186,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:2012; backward from derivatives.yaml:150 */
+ * from ops.yaml:2557; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -975,7 +1228,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:2020; backward from derivatives.yaml:153 */
+ * from ops.yaml:2565; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -585,6 +585,214 @@ static const op_info registry[] =
             .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
         },
         {
+            .schema = "flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor",
+            .doc =
+                "Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a 0-D tensor becomes 1-D.",
+        },
+        {
+            .schema = "unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor",
+            .doc = "A view splitting dimension `dim` into `sizes` (one entry may be -1).",
+        },
+        {
+            .schema = "broadcast_to(Tensor self, int[] size) -> Tensor",
+            .doc = "A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).",
+        },
+        {
+            .schema = "narrow(Tensor self, int dim, int start, int length) -> Tensor",
+            .doc =
+                "A view of `length` elements from `start` (negative counts from the end) along `dim`.",
+        },
+        {
+            .schema = "repeat(Tensor self, int[] repeats) -> Tensor",
+            .doc =
+                "A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add dimensions).",
+        },
+        {
+            .schema = "flip(Tensor self, int[] dims) -> Tensor",
+            .doc =
+                "A copy of `self` with the order of elements reversed along each dimension in `dims`.",
+        },
+        {
+            .schema = "roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor",
+            .doc =
+                "A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened tensor when `dims` is empty).",
+        },
+        {
+            .schema = "roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor",
+            .doc = "Gradient of roll: `grad` rolled back by -shifts.",
+        },
+        {
+            .schema = "tril(Tensor self, int diagonal=0) -> Tensor",
+            .doc =
+                "A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.",
+        },
+        {
+            .schema = "triu(Tensor self, int diagonal=0) -> Tensor",
+            .doc =
+                "A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.",
+        },
+        {
+            .schema =
+                "pad(Tensor self, int[] pad, str mode=\"constant\", float? value=None) -> Tensor",
+            .doc =
+                "Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None; negative pads crop), by reflection without repeating the edge, or by repeating the edge.",
+        },
+        {
+            .schema = "cat(Tensor[] tensors, int dim=0) -> Tensor",
+            .doc =
+                "Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped, as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.",
+        },
+        {
+            .schema = "cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]",
+            .doc =
+                "Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped 1-D empty inputs).",
+        },
+        {
+            .schema = "stack(Tensor[] tensors, int dim=0) -> Tensor",
+            .doc = "Joins equally shaped `tensors` along a new dimension `dim`.",
+        },
+        {
+            .schema = "split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]",
+            .doc =
+                "Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the number of pieces.",
+        },
+        {
+            .schema = "chunk(Tensor self, int chunks, int dim=0) -> Tensor[]",
+            .doc = "`self` split into at most `chunks` views of ceil(size / chunks) along `dim`.",
+        },
+        {
+            .schema = "unbind.int(Tensor self, int dim=0) -> Tensor[]",
+            .doc = "The views self.select(dim, i) for every i, one dimension fewer each.",
+        },
+        {
+            .schema = "index_select(Tensor self, int dim, Tensor index) -> Tensor",
+            .doc =
+                "The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and out-of-range values are errors).",
+        },
+        {
+            .schema =
+                "index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
+            .doc =
+                "Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along `dim`.",
+        },
+        {
+            .schema =
+                "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+            .doc =
+                "A copy of `self` with alpha times the slices of `source` added at the positions `index` along `dim` (repeated positions accumulate).",
+        },
+        {
+            .schema = "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+            .doc =
+                "A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with repeated positions, which write wins is unspecified).",
+        },
+        {
+            .schema =
+                "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+            .doc =
+                "result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's rank and values in 0..size-1.",
+        },
+        {
+            .schema =
+                "gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor",
+            .doc =
+                "Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.",
+        },
+        {
+            .schema = "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+            .doc =
+                "A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims); with repeated positions, which write wins is unspecified.",
+        },
+        {
+            .schema =
+                "scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor",
+            .doc =
+                "Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to `src_sizes` (src may be larger than index).",
+        },
+        {
+            .schema = "scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+            .doc =
+                "A copy of `self` with `value` written at the positions `index` names along `dim`.",
+        },
+        {
+            .schema = "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+            .doc =
+                "A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims); repeated positions accumulate.",
+        },
+        {
+            .schema =
+                "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+            .doc =
+                "Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten; tests/unit/test_index.c covers it).",
+        },
+        {
+            .schema =
+                "embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+            .doc =
+                "Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names (none into padding_idx), divided by each index's count when scale_grad_by_freq.",
+        },
+        {
+            .schema =
+                "embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+            .doc =
+                "embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).",
+        },
+        {
+            .schema =
+                "embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor",
+            .doc =
+                "Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at padding_idx, divided by the counts when scale_grad_by_freq.",
+        },
+        {
+            .schema = "one_hot(Tensor self, int num_classes=-1) -> Tensor",
+            .doc =
+                "An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self` (num_classes=-1: the largest value + 1).",
+        },
+        {
+            .schema = "nonzero(Tensor self) -> Tensor",
+            .doc =
+                "The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.",
+        },
+        {
+            .schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
+            .doc =
+                "A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.",
+        },
+        {
+            .schema = "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+            .doc =
+                "The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as in PyTorch).",
+        },
+        {
+            .schema = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+            .doc =
+                "Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the indexed ones in place when those are adjacent, else lead the result.",
+        },
+        {
+            .schema =
+                "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+            .doc =
+                "A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when `accumulate` (repeated positions then add up).",
+        },
+        {
+            .schema =
+                "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+            .doc =
+                "`self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal values keep their order); NaN sorts above every number, as in PyTorch.",
+        },
+        {
+            .schema =
+                "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
+            .doc =
+                "sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents intent).",
+        },
+        {
+            .schema =
+                "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+            .doc =
+                "The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties in first-come order).",
+        },
+        {
             .schema = "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
             .doc =
                 "exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of -inf gives NaN, as in PyTorch.",

@@ -233,6 +233,21 @@ YT_INTERNAL yt_status yt__shape_eye(yt_shape *out, const char *op, int64_t n, in
 YT_INTERNAL yt_status yt__shape_class_loss(yt_shape *out, const char *op, yt_tensor *self,
                                            yt_tensor *target, yt_tensor *weight,
                                            const char *reduction);
+/* Result shapes of the indexing ops (kernels/cpu/index_shapes.c); they also check the index
+ * tensor's rank and the sizes it must agree with. */
+YT_INTERNAL yt_status yt__shape_index_select(yt_shape *out, const char *op, yt_tensor *self,
+                                             int64_t dim, yt_tensor *index);
+YT_INTERNAL yt_status yt__shape_gather(yt_shape *out, const char *op, yt_tensor *self, int64_t dim,
+                                       yt_tensor *index);
+YT_INTERNAL yt_status yt__shape_cat(yt_shape *out, const char *op, yt_tensor *const *tensors,
+                                    int tensors_len, int64_t dim);
+YT_INTERNAL yt_status yt__shape_topk(yt_shape *out, const char *op, yt_tensor *self, int64_t k,
+                                     int64_t dim);
+YT_INTERNAL yt_status yt__shape_embedding(yt_shape *out, const char *op, yt_tensor *weight,
+                                          yt_tensor *indices);
+YT_INTERNAL yt_status yt__shape_embedding_dense_backward(yt_shape *out, const char *op,
+                                                         yt_tensor *grad_output, yt_tensor *indices,
+                                                         int64_t num_weights);
 
 /* ---------------------------------------------------------------- size helpers
  * (runtime/shape_rules.c) */

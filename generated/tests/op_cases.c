@@ -10823,518 +10823,2655 @@ call_contiguous_1159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softmax_1160(yt_tensor *const *inputs, void *ctx)
+call_flatten_1160(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 2);
+}
+
+static yt_tensor *
+call_flatten_1161(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_1162(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_1163(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, 1);
+}
+
+static yt_tensor *
+call_flatten_1164(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+error_flatten_1165(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 2, 1);
+}
+
+static yt_tensor *
+error_flatten_1166(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 7, 2);
+}
+
+static yt_tensor *
+error_flatten_1167(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 7);
+}
+
+static yt_tensor *
+call_unflatten_1168(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1169(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {-1, 2};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1170(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {3, 2};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1171(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {0, 5};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+error_unflatten_1172(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {1};
+    return yt_unflatten(inputs[0], 0, sizes, 1);
+}
+
+static yt_tensor *
+error_unflatten_1173(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_unflatten(inputs[0], 0, NULL, 0);
+}
+
+static yt_tensor *
+error_unflatten_1174(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 7, sizes, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_1175(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_1176(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 4};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_1177(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 5};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_1178(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 0};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_narrow_1179(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 1, 3);
+}
+
+static yt_tensor *
+call_narrow_1180(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, -3, 2);
+}
+
+static yt_tensor *
+call_narrow_1181(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 2, 0);
+}
+
+static yt_tensor *
+call_narrow_1182(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, 3, 0);
+}
+
+static yt_tensor *
+error_narrow_1183(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, 1);
+}
+
+static yt_tensor *
+error_narrow_1184(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, -1);
+}
+
+static yt_tensor *
+error_narrow_1185(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 7, 1, 3);
+}
+
+static yt_tensor *
+call_repeat_1186(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1187(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 1, 2};
+    return yt_repeat(inputs[0], repeats, 3);
+}
+
+static yt_tensor *
+call_repeat_1188(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {1, 3};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1189(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1190(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {3};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_repeat_1191(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {0};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+error_repeat_1192(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_flip_1193(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1194(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0, -1};
+    return yt_flip(inputs[0], dims, 2);
+}
+
+static yt_tensor *
+call_flip_1195(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1196(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1197(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flip(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_flip_1198(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {7};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_roll_1199(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_1200(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {-5};
+    return yt_roll_ex(inputs[0], shifts, 1, NULL, 0);
+}
+
+static yt_tensor *
+call_roll_1201(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1, 2};
+    static const int64_t dims[] = {0, 2};
+    return yt_roll_ex(inputs[0], shifts, 2, dims, 2);
+}
+
+static yt_tensor *
+call_roll_1202(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {2};
+    static const int64_t dims[] = {0};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_1203(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+error_roll_1204(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
+}
+
+static yt_tensor *
+error_roll_1205(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {7};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_tril_1206(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_1207(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_tril_1208(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_tril_1209(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_1210(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -7);
+}
+
+static yt_tensor *
+error_tril_1211(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1212(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1213(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_triu_1214(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_triu_1215(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1216(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 9);
+}
+
+static yt_tensor *
+error_triu_1217(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_pad_1218(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1219(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 0, -1, 2};
+    const double value_value = 1.5;
+    return yt_pad_ex(inputs[0], pad, 4, NULL, &value_value);
+}
+
+static yt_tensor *
+call_pad_1220(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1, 1, 1};
+    return yt_pad_ex(inputs[0], pad, 4, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1221(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 1};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1222(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1};
+    return yt_pad_ex(inputs[0], pad, 2, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1223(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2, 3, 1};
+    return yt_pad_ex(inputs[0], pad, 4, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1224(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 3};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+call_pad_1225(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+error_pad_1226(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "no_such_choice", NULL);
+}
+
+static yt_tensor *
+call_cat_1227(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_1228(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1229(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+out_cat_1230(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, -1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1231(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+out_cat_1232(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1233(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, 0);
+}
+
+static yt_tensor *
+out_cat_1234(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1235(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_1236(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_stack_1237(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1238(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_stack_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+call_stack_1239(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+call_stack_1240(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1241(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+/* -> Tensor[] cases: one tensor from the pieces, sum_i (i + 1) * sum(piece_i), so that every
+ * piece's gradient is checked (and told apart); NULL when the call failed. */
+static yt_tensor *
+weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
+{
+    if (n < 0)
+        return NULL;
+    yt_tensor *total = yt_sum(first);
+    yt_tensor *acc = yt_mul_scalar(total, yt_int(0));
+    yt_release(total);
+    for (int64_t i = 0; i < n; i++) {
+        yt_tensor *sum = yt_sum(pieces[i]);
+        yt_tensor *term = yt_mul_scalar(sum, yt_int(i + 1));
+        yt_tensor *next = yt_add(acc, term);
+        yt_release(sum);
+        yt_release(term);
+        yt_release(acc);
+        yt_release(pieces[i]);
+        acc = next;
+    }
+    return acc;
+}
+
+static yt_tensor *
+call_split_1242(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1243(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1244(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 3, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 3, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1245(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 3, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1246(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 4, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 4, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1247(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 4, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1248(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1249(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1250(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1251(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1252(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 4, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 4, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1253(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 4, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1254(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 3, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 3, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1255(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 3, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1256(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1257(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1258(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1259(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1260(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1261(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1262(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1263(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1264(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1265(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_index_select_1266(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1267(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1268(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1269(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1270(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1271(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1272(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1273(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1274(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1275(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1276(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1277(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_select_1278(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+error_index_select_1279(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 7, inputs[1]);
+}
+
+static yt_tensor *
+call_index_add_1280(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1281(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1282(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
+}
+
+static yt_tensor *
+out_index_add_1283(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1284(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1285(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1286(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1287(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1288(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1289(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_add_1290(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_index_add_1291(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_index_copy_1292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1293(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_1294(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1295(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_1296(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1297(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_copy_1298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_index_copy_1299(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_gather_1300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1301(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1302(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1303(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], -1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1305(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1307(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1309(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_gather_1310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+error_gather_1311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 7, inputs[1], false);
+}
+
+static yt_tensor *
+call_scatter_1312(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1313(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1315(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1317(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1319(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_1320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_1321(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_scatter_value_1322(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_scatter_value_1323(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_1324(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
+}
+
+static yt_tensor *
+out_scatter_value_1325(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_1326(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
+}
+
+static yt_tensor *
+out_scatter_value_1327(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_value_1328(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_scatter_value_1329(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_scatter_add_1330(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1331(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1332(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1333(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1334(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1335(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1336(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1337(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1338(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1339(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_add_1340(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_add_1341(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_embedding_1342(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1343(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1344(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1345(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1346(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1347(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
+}
+
+static yt_tensor *
+error_embedding_1348(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_1349(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_1350(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
+}
+
+static yt_tensor *
+error_embedding_dense_backward_1351(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_one_hot_1352(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_one_hot_1353(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 6);
+}
+
+static yt_tensor *
+call_one_hot_1354(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+call_one_hot_1355(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+error_one_hot_1356(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_nonzero_1357(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1358(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1359(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1360(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_masked_select_1361(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1362(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1363(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1364(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1365(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_1366(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_1367(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_argsort_1368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_1369(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+call_argsort_1370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_1371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_1372(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_index_1373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1374(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_1375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
+    return yt_index(inputs[0], indices, 3);
+}
+
+static yt_tensor *
+call_index_1376(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_1378(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_put_1379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_1380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_1381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+}
+
+static yt_tensor *
+call_index_put_1382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+}
+
+static yt_tensor *
+call_index_put_1383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_sort_values_1384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1385(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1387(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1389(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1391(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1393(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_1394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_1395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_1396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_1397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_softmax_1408(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1161(yt_tensor *const *inputs, void *ctx)
+call_softmax_1409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1162(yt_tensor *const *inputs, void *ctx)
+call_softmax_1410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1163(yt_tensor *const *inputs, void *ctx)
+call_softmax_1411(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1164(yt_tensor *const *inputs, void *ctx)
+call_softmax_1412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1165(yt_tensor *const *inputs, void *ctx)
+error_softmax_1413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1166(yt_tensor *const *inputs, void *ctx)
+error_softmax_1414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1167(yt_tensor *const *inputs, void *ctx)
+error_softmax_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1168(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1169(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1170(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1171(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1172(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1173(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1174(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1175(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1176(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1177(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1178(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1179(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1180(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1181(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1182(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1183(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1184(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1185(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1186(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1187(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1188(yt_tensor *const *inputs, void *ctx)
+call_dropout_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1189(yt_tensor *const *inputs, void *ctx)
+call_dropout_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1190(yt_tensor *const *inputs, void *ctx)
+call_dropout_1438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1191(yt_tensor *const *inputs, void *ctx)
+call_dropout_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1192(yt_tensor *const *inputs, void *ctx)
+call_dropout_1440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1193(yt_tensor *const *inputs, void *ctx)
+error_dropout_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1194(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1195(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1196(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1197(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1198(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1199(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1200(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1201(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1202(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1203(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1204(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1205(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1206(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1207(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1208(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1209(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1210(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1211(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1212(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1213(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1214(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1215(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1216(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1217(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1218(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1219(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1220(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1221(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1222(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1223(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1224(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1225(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1226(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1227(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1228(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1229(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1230(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1231(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1232(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1233(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -11342,28 +13479,28 @@ call_binary_cross_entropy_with_logits_1233(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1234(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1235(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1236(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1237(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -11371,245 +13508,245 @@ error_binary_cross_entropy_with_logits_1237(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1238(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1239(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1240(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1241(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1242(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1243(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1244(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1245(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1246(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1247(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1248(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1249(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1250(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1251(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1252(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1253(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1254(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1255(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1256(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1257(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1258(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1259(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1260(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1261(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1262(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1263(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1264(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1265(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1266(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1267(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1268(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1269(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1270(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1271(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_empty_1272(yt_tensor *const *inputs, void *ctx)
+call_empty_1520(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11618,7 +13755,7 @@ call_empty_1272(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1273(yt_tensor *const *inputs, void *ctx)
+call_empty_1521(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11627,7 +13764,7 @@ call_empty_1273(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1274(yt_tensor *const *inputs, void *ctx)
+call_empty_1522(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11635,7 +13772,7 @@ call_empty_1274(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1275(yt_tensor *const *inputs, void *ctx)
+call_zeros_1523(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11644,7 +13781,7 @@ call_zeros_1275(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1276(yt_tensor *const *inputs, void *ctx)
+call_ones_1524(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11653,7 +13790,7 @@ call_ones_1276(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1277(yt_tensor *const *inputs, void *ctx)
+call_full_1525(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11662,7 +13799,7 @@ call_full_1277(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1278(yt_tensor *const *inputs, void *ctx)
+call_full_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11671,7 +13808,7 @@ call_full_1278(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1279(yt_tensor *const *inputs, void *ctx)
+call_full_1527(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11680,77 +13817,77 @@ call_full_1279(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1280(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1281(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1282(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1283(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1284(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1285(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1286(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1287(yt_tensor *const *inputs, void *ctx)
+call_full_like_1535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1288(yt_tensor *const *inputs, void *ctx)
+call_full_like_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1289(yt_tensor *const *inputs, void *ctx)
+call_full_like_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1290(yt_tensor *const *inputs, void *ctx)
+call_arange_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11758,7 +13895,7 @@ call_arange_1290(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1291(yt_tensor *const *inputs, void *ctx)
+call_linspace_1539(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11766,7 +13903,7 @@ call_linspace_1291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1292(yt_tensor *const *inputs, void *ctx)
+call_linspace_1540(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11774,7 +13911,7 @@ call_linspace_1292(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1293(yt_tensor *const *inputs, void *ctx)
+call_linspace_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11782,7 +13919,7 @@ call_linspace_1293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1294(yt_tensor *const *inputs, void *ctx)
+call_eye_1542(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11790,7 +13927,7 @@ call_eye_1294(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1295(yt_tensor *const *inputs, void *ctx)
+call_eye_1543(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11798,7 +13935,7 @@ call_eye_1295(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1296(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1544(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11806,7 +13943,7 @@ call_eye_m_1296(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1297(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1545(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11814,7 +13951,7 @@ call_eye_m_1297(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1298(yt_tensor *const *inputs, void *ctx)
+call_rand_1546(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11823,7 +13960,7 @@ call_rand_1298(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1299(yt_tensor *const *inputs, void *ctx)
+error_rand_1547(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11832,7 +13969,7 @@ error_rand_1299(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1300(yt_tensor *const *inputs, void *ctx)
+call_randn_1548(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11841,7 +13978,7 @@ call_randn_1300(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1301(yt_tensor *const *inputs, void *ctx)
+error_randn_1549(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11850,35 +13987,35 @@ error_randn_1301(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1302(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1303(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1304(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1305(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1306(yt_tensor *const *inputs, void *ctx)
+call_randint_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11887,7 +14024,7 @@ call_randint_1306(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1307(yt_tensor *const *inputs, void *ctx)
+call_randint_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11896,7 +14033,7 @@ call_randint_1307(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1308(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11905,7 +14042,7 @@ call_randint_low_1308(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1309(yt_tensor *const *inputs, void *ctx)
+call_randperm_1557(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11913,7 +14050,7 @@ call_randperm_1309(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1310(yt_tensor *const *inputs, void *ctx)
+call_randperm_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -11921,14 +14058,14 @@ call_randperm_1310(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1311(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1312(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11940,14 +14077,14 @@ inplace_bernoulli_p_1312(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1313(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1314(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11959,14 +14096,14 @@ inplace_bernoulli_p_1314(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1315(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1316(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11978,14 +14115,14 @@ inplace_bernoulli_p_1316(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1317(yt_tensor *const *inputs, void *ctx)
+call_normal_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1318(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -11997,14 +14134,14 @@ inplace_normal_1318(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1319(yt_tensor *const *inputs, void *ctx)
+call_normal_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1320(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -12016,14 +14153,14 @@ inplace_normal_1320(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1321(yt_tensor *const *inputs, void *ctx)
+call_normal_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1322(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -12035,21 +14172,21 @@ inplace_normal_1322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1323(yt_tensor *const *inputs, void *ctx)
+error_normal_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1324(yt_tensor *const *inputs, void *ctx)
+call_uniform_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1325(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -12061,14 +14198,14 @@ inplace_uniform_1325(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1326(yt_tensor *const *inputs, void *ctx)
+call_uniform_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1327(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -12080,14 +14217,14 @@ inplace_uniform_1327(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1328(yt_tensor *const *inputs, void *ctx)
+call_uniform_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1329(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -12099,14 +14236,14 @@ inplace_uniform_1329(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1330(yt_tensor *const *inputs, void *ctx)
+error_uniform_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_1331(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -12114,7 +14251,7 @@ call_sum_to_1331(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1332(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -12122,7 +14259,7 @@ call_sum_to_1332(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1333(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -17688,101 +19825,2051 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1160,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 1",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1421 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1161,
+        .call = call_flatten_1160,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 2",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1421 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1161,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1421 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1162,
+        .call = call_flatten_1162,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 3",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1421 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1163,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1163,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 4",
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1421 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1164,
+        .call = call_flatten_1164,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
+        .op = "unflatten.int",
+        .where = "ops.yaml:1440 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1168,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1440 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1169,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1440 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unflatten_1170,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1440 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1171,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
         .where = "ops.yaml:1452 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1168,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1175,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
+        .op = "broadcast_to",
         .where = "ops.yaml:1452 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1169,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1176,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
+        .op = "broadcast_to",
         .where = "ops.yaml:1452 sample 2",
         .n_inputs = 1,
         .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1170,
+            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_broadcast_to_1177,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = true,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "log_softmax.int",
+        .op = "broadcast_to",
         .where = "ops.yaml:1452 sample 3",
         .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1178,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1470 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1179,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1470 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1180,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1470 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_narrow_1181,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1470 sample 3",
+        .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1171,
+        .call = call_narrow_1182,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1485 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1186,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1485 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1187,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1485 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_repeat_1188,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1485 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1189,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1485 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1190,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1485 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1191,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1500 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1193,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1500 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1194,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1500 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flip_1195,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1500 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1196,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1500 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1197,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1517 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1199,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1517 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1200,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1517 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1201,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1517 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_roll_1202,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1517 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1203,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1541 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1206,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1541 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1207,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1541 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_tril_1208,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1541 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1209,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1541 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1210,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1557 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1212,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1557 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1213,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1557 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_triu_1214,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1557 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1215,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1557 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1216,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1218,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1219,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_pad_1220,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1221,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1222,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1223,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 6",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1224,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1571 sample 7",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pad_1225,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1591 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1227,
+        .call_inplace = NULL,
+        .call_out = out_cat_1228,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1591 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1229,
+        .call_inplace = NULL,
+        .call_out = out_cat_1230,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1591 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1231,
+        .call_inplace = NULL,
+        .call_out = out_cat_1232,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1591 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1233,
+        .call_inplace = NULL,
+        .call_out = out_cat_1234,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1591 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = call_cat_1235,
+        .call_inplace = NULL,
+        .call_out = out_cat_1236,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1612 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1237,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1612 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1238,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1612 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1239,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1612 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1240,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1612 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1241,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1626 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1242,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1626 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1244,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1626 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_split_1246,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1626 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1248,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1639 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1250,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1639 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1252,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1639 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_chunk_1254,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1639 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1256,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1652 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1258,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1652 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1260,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1652 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unbind_1262,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1652 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1264,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1669 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_1266,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1267,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1669 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_1268,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1269,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1669 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
+        .call = call_index_select_1270,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1271,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1669 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_index_select_1272,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1273,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1669 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_index_select_1274,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1275,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1669 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_index_select_1276,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1277,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1693 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1280,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1281,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1693 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1282,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1283,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1693 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] =
+            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_index_add_1284,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1285,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1693 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1286,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1287,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1693 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1288,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1289,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1708 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1292,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1293,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1708 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1294,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1295,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1708 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1296,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1297,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1721 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_1300,
+        .call_inplace = NULL,
+        .call_out = out_gather_1301,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1721 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_gather_1302,
+        .call_inplace = NULL,
+        .call_out = out_gather_1303,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1721 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_1304,
+        .call_inplace = NULL,
+        .call_out = out_gather_1305,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1721 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
+        .call = call_gather_1306,
+        .call_inplace = NULL,
+        .call_out = out_gather_1307,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1721 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_gather_1308,
+        .call_inplace = NULL,
+        .call_out = out_gather_1309,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1744 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1312,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1313,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1744 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1314,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1315,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1744 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1316,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1317,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1744 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1318,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1319,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1765 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_scatter_value_1322,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1323,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1765 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_scatter_value_1324,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1325,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1765 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .call = call_scatter_value_1326,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1327,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1778 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1330,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1331,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1778 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1332,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1333,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1778 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] =
+            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_scatter_add_1334,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1335,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1778 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1336,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1337,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1778 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1338,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1339,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1797 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_1342,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1797 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_I32,
+                      .transpose = true,
+                      .high = 6},
+        .call = call_embedding_1343,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1797 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_embedding_1344,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1797 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_1345,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:1811 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_dense_backward_1349,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:1811 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_embedding_dense_backward_1350,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1838 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_one_hot_1352,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1838 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1353,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1838 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_one_hot_1354,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1838 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1355,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1850 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1357,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1850 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .call = call_nonzero_1358,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1850 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_nonzero_1359,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1850 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1360,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1863 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1361,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1863 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1362,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1863 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1363,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1863 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1364,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1863 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1365,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1878 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1368,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1878 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1369,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1878 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_1370,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1878 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1371,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1878 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1372,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1892 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {5},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .call = call_index_1373,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1892 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_1374,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1892 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 2,
+                      .optional = true},
+        .call = call_index_1375,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1892 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .call = call_index_1376,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1892 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
+        .call = call_index_1377,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1892 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_1378,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1907 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1379,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1907 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1380,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1907 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1381,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1907 sample 3",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1382,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1907 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1383,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1384,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1385,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1386,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1387,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_values_1388,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_indices_1389,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1390,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1391,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1392,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1922 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1393,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1938 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_values_1394,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1938 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_indices_1395,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1938 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_values_1396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1938 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_indices_1397,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1398,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1399,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1400,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1401,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_values_1402,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_indices_1403,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1404,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1405,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1406,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1952 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1407,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1979 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1408,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1979 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1409,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1979 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1410,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1979 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:1979 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1412,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17790,10 +21877,55 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1452 sample 4",
+        .where = "ops.yaml:1997 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1997 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1997 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1418,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1997 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1419,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:1997 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1172,
+        .call = call_log_softmax_1420,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17801,11 +21933,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1470 sample 0",
+        .where = "ops.yaml:2015 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1176,
+        .call = call_softmax_backward_data_1424,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17813,11 +21945,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1470 sample 1",
+        .where = "ops.yaml:2015 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1177,
+        .call = call_softmax_backward_data_1425,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17825,7 +21957,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1470 sample 2",
+        .where = "ops.yaml:2015 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -17833,7 +21965,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1178,
+        .call = call_softmax_backward_data_1426,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17841,11 +21973,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1487 sample 0",
+        .where = "ops.yaml:2032 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1182,
+        .call = call_log_softmax_backward_data_1430,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17853,11 +21985,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1487 sample 1",
+        .where = "ops.yaml:2032 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1183,
+        .call = call_log_softmax_backward_data_1431,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17865,7 +21997,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1487 sample 2",
+        .where = "ops.yaml:2032 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -17873,7 +22005,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1184,
+        .call = call_log_softmax_backward_data_1432,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -17881,10 +22013,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 0",
+        .where = "ops.yaml:2071 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1188,
+        .call = call_dropout_1436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17892,11 +22024,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 1",
+        .where = "ops.yaml:2071 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1189,
+        .call = call_dropout_1437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17904,10 +22036,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 2",
+        .where = "ops.yaml:2071 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1190,
+        .call = call_dropout_1438,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17915,10 +22047,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 3",
+        .where = "ops.yaml:2071 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1191,
+        .call = call_dropout_1439,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17926,10 +22058,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 4",
+        .where = "ops.yaml:2071 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1192,
+        .call = call_dropout_1440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17937,11 +22069,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 0",
+        .where = "ops.yaml:2085 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1194,
+        .call = call_mse_loss_1442,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17949,12 +22081,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 1",
+        .where = "ops.yaml:2085 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1195,
+        .call = call_mse_loss_1443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17962,11 +22094,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 2",
+        .where = "ops.yaml:2085 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1196,
+        .call = call_mse_loss_1444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17974,11 +22106,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 3",
+        .where = "ops.yaml:2085 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1197,
+        .call = call_mse_loss_1445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17986,11 +22118,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 4",
+        .where = "ops.yaml:2085 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1198,
+        .call = call_mse_loss_1446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -17998,11 +22130,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 0",
+        .where = "ops.yaml:2100 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1201,
+        .call = call_l1_loss_1449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18010,12 +22142,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 1",
+        .where = "ops.yaml:2100 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1202,
+        .call = call_l1_loss_1450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18023,11 +22155,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 2",
+        .where = "ops.yaml:2100 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1203,
+        .call = call_l1_loss_1451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18035,11 +22167,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 3",
+        .where = "ops.yaml:2100 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1204,
+        .call = call_l1_loss_1452,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18047,11 +22179,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 4",
+        .where = "ops.yaml:2100 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1205,
+        .call = call_l1_loss_1453,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18059,11 +22191,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 0",
+        .where = "ops.yaml:2115 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1208,
+        .call = call_smooth_l1_loss_1456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18071,12 +22203,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 1",
+        .where = "ops.yaml:2115 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1209,
+        .call = call_smooth_l1_loss_1457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18084,11 +22216,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 2",
+        .where = "ops.yaml:2115 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1210,
+        .call = call_smooth_l1_loss_1458,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18096,11 +22228,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 3",
+        .where = "ops.yaml:2115 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1211,
+        .call = call_smooth_l1_loss_1459,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18108,11 +22240,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 4",
+        .where = "ops.yaml:2115 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1212,
+        .call = call_smooth_l1_loss_1460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18120,11 +22252,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 5",
+        .where = "ops.yaml:2115 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1213,
+        .call = call_smooth_l1_loss_1461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18132,11 +22264,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 0",
+        .where = "ops.yaml:2131 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1216,
+        .call = call_huber_loss_1464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18144,12 +22276,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 1",
+        .where = "ops.yaml:2131 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1217,
+        .call = call_huber_loss_1465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18157,11 +22289,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 2",
+        .where = "ops.yaml:2131 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1218,
+        .call = call_huber_loss_1466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18169,11 +22301,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 3",
+        .where = "ops.yaml:2131 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1219,
+        .call = call_huber_loss_1467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18181,11 +22313,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 4",
+        .where = "ops.yaml:2131 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1220,
+        .call = call_huber_loss_1468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18193,11 +22325,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 0",
+        .where = "ops.yaml:2147 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1223,
+        .call = call_binary_cross_entropy_1471,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18205,12 +22337,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 1",
+        .where = "ops.yaml:2147 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1224,
+        .call = call_binary_cross_entropy_1472,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18218,13 +22350,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 2",
+        .where = "ops.yaml:2147 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1225,
+        .call = call_binary_cross_entropy_1473,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18232,11 +22364,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 3",
+        .where = "ops.yaml:2147 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1226,
+        .call = call_binary_cross_entropy_1474,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18244,13 +22376,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 4",
+        .where = "ops.yaml:2147 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1227,
+        .call = call_binary_cross_entropy_1475,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18258,13 +22390,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 5",
+        .where = "ops.yaml:2147 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1228,
+        .call = call_binary_cross_entropy_1476,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18272,11 +22404,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 0",
+        .where = "ops.yaml:2163 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1231,
+        .call = call_binary_cross_entropy_with_logits_1479,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18284,14 +22416,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 1",
+        .where = "ops.yaml:2163 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1232,
+        .call = call_binary_cross_entropy_with_logits_1480,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18299,7 +22431,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 2",
+        .where = "ops.yaml:2163 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18307,7 +22439,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1233,
+        .call = call_binary_cross_entropy_with_logits_1481,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18315,13 +22447,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 3",
+        .where = "ops.yaml:2163 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1234,
+        .call = call_binary_cross_entropy_with_logits_1482,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18329,13 +22461,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 4",
+        .where = "ops.yaml:2163 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1235,
+        .call = call_binary_cross_entropy_with_logits_1483,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18343,11 +22475,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 5",
+        .where = "ops.yaml:2163 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1236,
+        .call = call_binary_cross_entropy_with_logits_1484,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18355,11 +22487,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 0",
+        .where = "ops.yaml:2186 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1239,
+        .call = call_nll_loss_1487,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18367,13 +22499,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 1",
+        .where = "ops.yaml:2186 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1240,
+        .call = call_nll_loss_1488,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18381,13 +22513,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 2",
+        .where = "ops.yaml:2186 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1241,
+        .call = call_nll_loss_1489,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18395,12 +22527,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 3",
+        .where = "ops.yaml:2186 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1242,
+        .call = call_nll_loss_1490,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18408,13 +22540,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 4",
+        .where = "ops.yaml:2186 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1243,
+        .call = call_nll_loss_1491,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18422,11 +22554,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 5",
+        .where = "ops.yaml:2186 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1244,
+        .call = call_nll_loss_1492,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18434,11 +22566,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 0",
+        .where = "ops.yaml:2209 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1249,
+        .call = call_cross_entropy_loss_1497,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18446,13 +22578,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 1",
+        .where = "ops.yaml:2209 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1250,
+        .call = call_cross_entropy_loss_1498,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18460,13 +22592,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 2",
+        .where = "ops.yaml:2209 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1251,
+        .call = call_cross_entropy_loss_1499,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18474,13 +22606,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 3",
+        .where = "ops.yaml:2209 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1252,
+        .call = call_cross_entropy_loss_1500,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18488,12 +22620,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 4",
+        .where = "ops.yaml:2209 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1253,
+        .call = call_cross_entropy_loss_1501,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18501,11 +22633,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 5",
+        .where = "ops.yaml:2209 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1254,
+        .call = call_cross_entropy_loss_1502,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18513,13 +22645,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 6",
+        .where = "ops.yaml:2209 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1255,
+        .call = call_cross_entropy_loss_1503,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18527,11 +22659,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 7",
+        .where = "ops.yaml:2209 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1256,
+        .call = call_cross_entropy_loss_1504,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18539,13 +22671,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 8",
+        .where = "ops.yaml:2209 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1257,
+        .call = call_cross_entropy_loss_1505,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18553,13 +22685,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 9",
+        .where = "ops.yaml:2209 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1258,
+        .call = call_cross_entropy_loss_1506,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18567,12 +22699,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 10",
+        .where = "ops.yaml:2209 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1259,
+        .call = call_cross_entropy_loss_1507,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18580,13 +22712,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 11",
+        .where = "ops.yaml:2209 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1260,
+        .call = call_cross_entropy_loss_1508,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18594,11 +22726,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 0",
+        .where = "ops.yaml:2234 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1265,
+        .call = call_cross_entropy_index_1513,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -18606,12 +22738,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 1",
+        .where = "ops.yaml:2234 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1266,
+        .call = call_cross_entropy_index_1514,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -18619,11 +22751,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 2",
+        .where = "ops.yaml:2234 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1267,
+        .call = call_cross_entropy_index_1515,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -18631,11 +22763,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 3",
+        .where = "ops.yaml:2234 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1268,
+        .call = call_cross_entropy_index_1516,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -18643,11 +22775,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 4",
+        .where = "ops.yaml:2234 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1269,
+        .call = call_cross_entropy_index_1517,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -18655,9 +22787,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1715 sample 0",
+        .where = "ops.yaml:2260 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1272,
+        .call = call_empty_1520,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18665,9 +22797,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1715 sample 1",
+        .where = "ops.yaml:2260 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1273,
+        .call = call_empty_1521,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18675,9 +22807,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1715 sample 2",
+        .where = "ops.yaml:2260 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1274,
+        .call = call_empty_1522,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18685,9 +22817,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1722 sample 0",
+        .where = "ops.yaml:2267 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1275,
+        .call = call_zeros_1523,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18695,9 +22827,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1730 sample 0",
+        .where = "ops.yaml:2275 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1276,
+        .call = call_ones_1524,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18705,9 +22837,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1745 sample 0",
+        .where = "ops.yaml:2290 sample 0",
         .n_inputs = 0,
-        .call = call_full_1277,
+        .call = call_full_1525,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18715,9 +22847,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1745 sample 1",
+        .where = "ops.yaml:2290 sample 1",
         .n_inputs = 0,
-        .call = call_full_1278,
+        .call = call_full_1526,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18725,9 +22857,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1745 sample 2",
+        .where = "ops.yaml:2290 sample 2",
         .n_inputs = 0,
-        .call = call_full_1279,
+        .call = call_full_1527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18735,10 +22867,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1756 sample 0",
+        .where = "ops.yaml:2301 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1280,
+        .call = call_empty_like_1528,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18746,11 +22878,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1756 sample 1",
+        .where = "ops.yaml:2301 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1281,
+        .call = call_empty_like_1529,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18758,10 +22890,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1756 sample 2",
+        .where = "ops.yaml:2301 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1282,
+        .call = call_empty_like_1530,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18769,10 +22901,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 0",
+        .where = "ops.yaml:2321 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1283,
+        .call = call_ones_like_1531,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18780,11 +22912,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 1",
+        .where = "ops.yaml:2321 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1284,
+        .call = call_ones_like_1532,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18792,10 +22924,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 2",
+        .where = "ops.yaml:2321 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1285,
+        .call = call_ones_like_1533,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18803,10 +22935,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 3",
+        .where = "ops.yaml:2321 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1286,
+        .call = call_ones_like_1534,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18814,10 +22946,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1788 sample 0",
+        .where = "ops.yaml:2333 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1287,
+        .call = call_full_like_1535,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18825,11 +22957,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1788 sample 1",
+        .where = "ops.yaml:2333 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1288,
+        .call = call_full_like_1536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18837,10 +22969,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1788 sample 2",
+        .where = "ops.yaml:2333 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1289,
+        .call = call_full_like_1537,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18848,9 +22980,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1793 sample 0",
+        .where = "ops.yaml:2338 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1290,
+        .call = call_arange_1538,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18858,9 +22990,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1808 sample 0",
+        .where = "ops.yaml:2353 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1291,
+        .call = call_linspace_1539,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18868,9 +23000,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1808 sample 1",
+        .where = "ops.yaml:2353 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1292,
+        .call = call_linspace_1540,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18878,9 +23010,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1808 sample 2",
+        .where = "ops.yaml:2353 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1293,
+        .call = call_linspace_1541,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18888,9 +23020,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1820 sample 0",
+        .where = "ops.yaml:2365 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1294,
+        .call = call_eye_1542,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18898,9 +23030,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1820 sample 1",
+        .where = "ops.yaml:2365 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1295,
+        .call = call_eye_1543,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18908,9 +23040,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1831 sample 0",
+        .where = "ops.yaml:2376 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1296,
+        .call = call_eye_m_1544,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18918,9 +23050,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1831 sample 1",
+        .where = "ops.yaml:2376 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1297,
+        .call = call_eye_m_1545,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18928,9 +23060,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1835 sample 0",
+        .where = "ops.yaml:2380 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1298,
+        .call = call_rand_1546,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18938,9 +23070,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1846 sample 0",
+        .where = "ops.yaml:2391 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1300,
+        .call = call_randn_1548,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18948,10 +23080,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1863 sample 0",
+        .where = "ops.yaml:2408 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1302,
+        .call = call_rand_like_1550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18959,10 +23091,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1863 sample 1",
+        .where = "ops.yaml:2408 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1303,
+        .call = call_rand_like_1551,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18970,10 +23102,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1873 sample 0",
+        .where = "ops.yaml:2418 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1304,
+        .call = call_randn_like_1552,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18981,10 +23113,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1873 sample 1",
+        .where = "ops.yaml:2418 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1305,
+        .call = call_randn_like_1553,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -18992,9 +23124,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1884 sample 0",
+        .where = "ops.yaml:2429 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1306,
+        .call = call_randint_1554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19002,9 +23134,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1884 sample 1",
+        .where = "ops.yaml:2429 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1307,
+        .call = call_randint_1555,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19012,9 +23144,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:1895 sample 0",
+        .where = "ops.yaml:2440 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1308,
+        .call = call_randint_low_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19022,9 +23154,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1905 sample 0",
+        .where = "ops.yaml:2450 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1309,
+        .call = call_randperm_1557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19032,9 +23164,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1905 sample 1",
+        .where = "ops.yaml:2450 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1310,
+        .call = call_randperm_1558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19042,112 +23174,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1922 sample 0",
+        .where = "ops.yaml:2467 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1311,
-        .call_inplace = inplace_bernoulli_p_1312,
+        .call = call_bernoulli_p_1559,
+        .call_inplace = inplace_bernoulli_p_1560,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1922 sample 1",
+        .where = "ops.yaml:2467 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1313,
-        .call_inplace = inplace_bernoulli_p_1314,
+        .call = call_bernoulli_p_1561,
+        .call_inplace = inplace_bernoulli_p_1562,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1922 sample 2",
+        .where = "ops.yaml:2467 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1315,
-        .call_inplace = inplace_bernoulli_p_1316,
+        .call = call_bernoulli_p_1563,
+        .call_inplace = inplace_bernoulli_p_1564,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1933 sample 0",
+        .where = "ops.yaml:2478 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1317,
-        .call_inplace = inplace_normal_1318,
+        .call = call_normal_1565,
+        .call_inplace = inplace_normal_1566,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1933 sample 1",
+        .where = "ops.yaml:2478 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1319,
-        .call_inplace = inplace_normal_1320,
+        .call = call_normal_1567,
+        .call_inplace = inplace_normal_1568,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1933 sample 2",
+        .where = "ops.yaml:2478 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1321,
-        .call_inplace = inplace_normal_1322,
+        .call = call_normal_1569,
+        .call_inplace = inplace_normal_1570,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1945 sample 0",
+        .where = "ops.yaml:2490 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1324,
-        .call_inplace = inplace_uniform_1325,
+        .call = call_uniform_1572,
+        .call_inplace = inplace_uniform_1573,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1945 sample 1",
+        .where = "ops.yaml:2490 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1326,
-        .call_inplace = inplace_uniform_1327,
+        .call = call_uniform_1574,
+        .call_inplace = inplace_uniform_1575,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1945 sample 2",
+        .where = "ops.yaml:2490 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1328,
-        .call_inplace = inplace_uniform_1329,
+        .call = call_uniform_1576,
+        .call_inplace = inplace_uniform_1577,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1958 sample 0",
+        .where = "ops.yaml:2503 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1331,
+        .call = call_sum_to_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -19155,10 +23287,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1958 sample 1",
+        .where = "ops.yaml:2503 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1332,
+        .call = call_sum_to_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -20480,392 +24612,870 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "select: ",
     },
     {
-        .op = "softmax.int",
-        .what = "ops.yaml:1430: is_floating(result_dtype)",
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1417: start_dim <= end_dim",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1165,
+        .expect = 0,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1411: start_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1166,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1411: end_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1167,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1434: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1172,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1436: len(sizes) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1173,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1428: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1174,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1464: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1183,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1466: length >= 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1184,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1458: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1185,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "repeat",
+        .what = "ops.yaml:1481: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1165,
+        .call = error_repeat_1192,
+        .expect = 0,
+        .expect_prefix = "repeat: ",
+    },
+    {
+        .op = "flip",
+        .what = "ops.yaml:1493: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flip_1198,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flip: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:1513: len(shifts) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_1204,
+        .expect = 0,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:1507: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_1205,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "tril",
+        .what = "ops.yaml:1537: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_tril_1211,
+        .expect = 0,
+        .expect_prefix = "tril: ",
+    },
+    {
+        .op = "triu",
+        .what = "ops.yaml:1553: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_triu_1217,
+        .expect = 0,
+        .expect_prefix = "triu: ",
+    },
+    {
+        .op = "pad",
+        .what = "ops.yaml:1564: mode not a choice",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_pad_1226,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "pad: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1619: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1243,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1619: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1245,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1619: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_split_1247,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1619: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1249,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1632: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1251,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1632: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1253,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1632: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_chunk_1255,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1632: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1257,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1645: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1259,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1645: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1261,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1645: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_unbind_1263,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1645: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1265,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "index_select",
+        .what = "ops.yaml:1661: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_index_select_1278,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_select",
+        .what = "ops.yaml:1661: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_index_select_1279,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:1685: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_1290,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:1685: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_1291,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:1700: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_1298,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:1700: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_1299,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:1713: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_gather_1310,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:1713: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_gather_1311,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:1736: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_1320,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:1736: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_1321,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:1758: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_scatter_value_1328,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:1758: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_scatter_value_1329,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:1770: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_1340,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:1770: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_1341,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:1790: weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_1346,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:1792: sparse == 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_1347,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:1785: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_1348,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding_dense_backward",
+        .what = "ops.yaml:1804: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_dense_backward_1351,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding_dense_backward: ",
+    },
+    {
+        .op = "one_hot",
+        .what = "ops.yaml:1832: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
+        .call = error_one_hot_1356,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "one_hot: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:1856: dtype of mask",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .call = error_masked_select_1366,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:1856: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_masked_select_1367,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:1975: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1413,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1423: dtype of self",
+        .what = "ops.yaml:1968: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1166,
+        .call = error_softmax_1414,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1423: dim out of range",
+        .what = "ops.yaml:1968: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1167,
+        .call = error_softmax_1415,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1448: is_floating(result_dtype)",
+        .what = "ops.yaml:1993: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1173,
+        .call = error_log_softmax_1421,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1441: dtype of self",
+        .what = "ops.yaml:1986: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1174,
+        .call = error_log_softmax_1422,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1441: dim out of range",
+        .what = "ops.yaml:1986: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1175,
+        .call = error_log_softmax_1423,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1466: grad_output.dim == output.dim",
+        .what = "ops.yaml:2011: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1179,
+        .call = error_softmax_backward_data_1427,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1459: dtype of grad_output",
+        .what = "ops.yaml:2004: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1180,
+        .call = error_softmax_backward_data_1428,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1459: dim out of range",
+        .what = "ops.yaml:2004: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1181,
+        .call = error_softmax_backward_data_1429,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1483: grad_output.dim == output.dim",
+        .what = "ops.yaml:2028: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1185,
+        .call = error_log_softmax_backward_data_1433,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1476: dtype of grad_output",
+        .what = "ops.yaml:2021: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1186,
+        .call = error_log_softmax_backward_data_1434,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1476: dim out of range",
+        .what = "ops.yaml:2021: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1187,
+        .call = error_log_softmax_backward_data_1435,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:1520: dtype of input",
+        .what = "ops.yaml:2065: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1193,
+        .call = error_dropout_1441,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1533: reduction not a choice",
+        .what = "ops.yaml:2078: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1199,
+        .call = error_mse_loss_1447,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1533: dtype of self",
+        .what = "ops.yaml:2078: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1200,
+        .call = error_mse_loss_1448,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1548: reduction not a choice",
+        .what = "ops.yaml:2093: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1206,
+        .call = error_l1_loss_1454,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1548: dtype of self",
+        .what = "ops.yaml:2093: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1207,
+        .call = error_l1_loss_1455,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1563: reduction not a choice",
+        .what = "ops.yaml:2108: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1214,
+        .call = error_smooth_l1_loss_1462,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1563: dtype of self",
+        .what = "ops.yaml:2108: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1215,
+        .call = error_smooth_l1_loss_1463,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1579: reduction not a choice",
+        .what = "ops.yaml:2124: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1221,
+        .call = error_huber_loss_1469,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1579: dtype of self",
+        .what = "ops.yaml:2124: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1222,
+        .call = error_huber_loss_1470,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1594: reduction not a choice",
+        .what = "ops.yaml:2139: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1229,
+        .call = error_binary_cross_entropy_1477,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1594: dtype of self",
+        .what = "ops.yaml:2139: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1230,
+        .call = error_binary_cross_entropy_1478,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1611: reduction not a choice",
+        .what = "ops.yaml:2156: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1237,
+        .call = error_binary_cross_entropy_with_logits_1485,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1611: dtype of self",
+        .what = "ops.yaml:2156: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1238,
+        .call = error_binary_cross_entropy_with_logits_1486,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1634: self.dim >= 1",
+        .what = "ops.yaml:2179: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1245,
+        .call = error_nll_loss_1493,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1636: weight.dim == 1",
+        .what = "ops.yaml:2181: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1246,
+        .call = error_nll_loss_1494,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1627: reduction not a choice",
+        .what = "ops.yaml:2172: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1247,
+        .call = error_nll_loss_1495,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1627: dtype of self",
+        .what = "ops.yaml:2172: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1248,
+        .call = error_nll_loss_1496,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1657: self.dim >= 1",
+        .what = "ops.yaml:2202: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1261,
+        .call = error_cross_entropy_loss_1509,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1659: weight.dim == 1",
+        .what = "ops.yaml:2204: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1262,
+        .call = error_cross_entropy_loss_1510,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1650: reduction not a choice",
+        .what = "ops.yaml:2195: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1263,
+        .call = error_cross_entropy_loss_1511,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1650: dtype of self",
+        .what = "ops.yaml:2195: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1264,
+        .call = error_cross_entropy_loss_1512,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1679: reduction not a choice",
+        .what = "ops.yaml:2224: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1270,
+        .call = error_cross_entropy_index_1518,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1679: dtype of self",
+        .what = "ops.yaml:2224: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1271,
+        .call = error_cross_entropy_index_1519,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1840: is_floating(result_dtype)",
+        .what = "ops.yaml:2385: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1299,
+        .call = error_rand_1547,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1851: is_floating(result_dtype)",
+        .what = "ops.yaml:2396: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1301,
+        .call = error_randn_1549,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:1927: dtype of self",
+        .what = "ops.yaml:2472: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1323,
+        .call = error_normal_1571,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:1939: dtype of self",
+        .what = "ops.yaml:2484: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1330,
+        .call = error_uniform_1578,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1952: dtype of self",
+        .what = "ops.yaml:2497: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1333,
+        .call = error_sum_to_1581,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -2753,417 +2753,1525 @@ def case_473(self):
 
 
 def case_474(self):
-    """softmax.int (ops.yaml:1434 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1421 sample 0)"""
+    start_dim = 1
+    end_dim = 2
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_475(self):
-    """softmax.int (ops.yaml:1434 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1421 sample 1)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_476(self):
-    """softmax.int (ops.yaml:1434 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1421 sample 2)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_477(self):
-    """softmax.int (ops.yaml:1434 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """flatten.using_ints (ops.yaml:1421 sample 3)"""
+    start_dim = 0
+    end_dim = 1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_478(self):
-    """softmax.int (ops.yaml:1434 sample 4)"""
+    """flatten.using_ints (ops.yaml:1421 sample 4)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_479(self):
+    """unflatten.int (ops.yaml:1440 sample 0)"""
+    dim = 1
+    sizes = [2, 3]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_480(self):
+    """unflatten.int (ops.yaml:1440 sample 1)"""
+    dim = 0
+    sizes = [-1, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_481(self):
+    """unflatten.int (ops.yaml:1440 sample 2)"""
+    dim = 1
+    sizes = [3, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_482(self):
+    """unflatten.int (ops.yaml:1440 sample 3)"""
+    dim = 0
+    sizes = [0, 5]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_483(self):
+    """broadcast_to (ops.yaml:1452 sample 0)"""
+    size = [3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_484(self):
+    """broadcast_to (ops.yaml:1452 sample 1)"""
+    size = [2, 3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_485(self):
+    """broadcast_to (ops.yaml:1452 sample 2)"""
+    size = [2, 3, 5]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_486(self):
+    """broadcast_to (ops.yaml:1452 sample 3)"""
+    size = [2, 0]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_487(self):
+    """narrow (ops.yaml:1470 sample 0)"""
+    dim = 0
+    start = 1
+    length = 3
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_488(self):
+    """narrow (ops.yaml:1470 sample 1)"""
+    dim = 1
+    start = -3
+    length = 2
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_489(self):
+    """narrow (ops.yaml:1470 sample 2)"""
+    dim = 0
+    start = 2
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_490(self):
+    """narrow (ops.yaml:1470 sample 3)"""
+    dim = 1
+    start = 3
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_491(self):
+    """repeat (ops.yaml:1485 sample 0)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_492(self):
+    """repeat (ops.yaml:1485 sample 1)"""
+    repeats = [2, 1, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_493(self):
+    """repeat (ops.yaml:1485 sample 2)"""
+    repeats = [1, 3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_494(self):
+    """repeat (ops.yaml:1485 sample 3)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_495(self):
+    """repeat (ops.yaml:1485 sample 4)"""
+    repeats = [3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_496(self):
+    """repeat (ops.yaml:1485 sample 5)"""
+    repeats = [0]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_497(self):
+    """flip (ops.yaml:1500 sample 0)"""
+    dims = [0]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_498(self):
+    """flip (ops.yaml:1500 sample 1)"""
+    dims = [0, -1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_499(self):
+    """flip (ops.yaml:1500 sample 2)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_500(self):
+    """flip (ops.yaml:1500 sample 3)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_501(self):
+    """flip (ops.yaml:1500 sample 4)"""
+    dims = []
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_502(self):
+    """roll (ops.yaml:1517 sample 0)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_503(self):
+    """roll (ops.yaml:1517 sample 1)"""
+    shifts = [-5]
+    dims = []
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_504(self):
+    """roll (ops.yaml:1517 sample 2)"""
+    shifts = [1, 2]
+    dims = [0, 2]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_505(self):
+    """roll (ops.yaml:1517 sample 3)"""
+    shifts = [2]
+    dims = [0]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_506(self):
+    """roll (ops.yaml:1517 sample 4)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_507(self):
+    """tril (ops.yaml:1541 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_508(self):
+    """tril (ops.yaml:1541 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_509(self):
+    """tril (ops.yaml:1541 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_510(self):
+    """tril (ops.yaml:1541 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_511(self):
+    """tril (ops.yaml:1541 sample 4)"""
+    diagonal = -7
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_512(self):
+    """triu (ops.yaml:1557 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_513(self):
+    """triu (ops.yaml:1557 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_514(self):
+    """triu (ops.yaml:1557 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_515(self):
+    """triu (ops.yaml:1557 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_516(self):
+    """triu (ops.yaml:1557 sample 4)"""
+    diagonal = 9
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_517(self):
+    """pad (ops.yaml:1571 sample 0)"""
+    pad = [1, 2]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_518(self):
+    """pad (ops.yaml:1571 sample 1)"""
+    pad = [1, 0, -1, 2]
+    mode = 'constant'
+    value = 1.5
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_519(self):
+    """pad (ops.yaml:1571 sample 2)"""
+    pad = [2, 1, 1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_520(self):
+    """pad (ops.yaml:1571 sample 3)"""
+    pad = [1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_521(self):
+    """pad (ops.yaml:1571 sample 4)"""
+    pad = [2, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_522(self):
+    """pad (ops.yaml:1571 sample 5)"""
+    pad = [1, 2, 3, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_523(self):
+    """pad (ops.yaml:1571 sample 6)"""
+    pad = [2, 3]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_524(self):
+    """pad (ops.yaml:1571 sample 7)"""
+    pad = [1, 2]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_525(tensors_0, tensors_1):
+    """cat (ops.yaml:1591 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_526(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1591 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_527(tensors_0, tensors_1):
+    """cat (ops.yaml:1591 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_528(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1591 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_529(tensors_0, tensors_1):
+    """cat (ops.yaml:1591 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_530(tensors_0, tensors_1):
+    """stack (ops.yaml:1612 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_531(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1612 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_532(tensors_0, tensors_1):
+    """stack (ops.yaml:1612 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_533(tensors_0, tensors_1):
+    """stack (ops.yaml:1612 sample 3)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_534(tensors_0, tensors_1):
+    """stack (ops.yaml:1612 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_535(self):
+    """split.Tensor (ops.yaml:1626 sample 0)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_536(self):
+    """split.Tensor (ops.yaml:1626 sample 1)"""
+    split_size = 3
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_537(self):
+    """split.Tensor (ops.yaml:1626 sample 2)"""
+    split_size = 4
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_538(self):
+    """split.Tensor (ops.yaml:1626 sample 3)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_539(self):
+    """chunk (ops.yaml:1639 sample 0)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_540(self):
+    """chunk (ops.yaml:1639 sample 1)"""
+    chunks = 4
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_541(self):
+    """chunk (ops.yaml:1639 sample 2)"""
+    chunks = 3
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_542(self):
+    """chunk (ops.yaml:1639 sample 3)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_543(self):
+    """unbind.int (ops.yaml:1652 sample 0)"""
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_544(self):
+    """unbind.int (ops.yaml:1652 sample 1)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_545(self):
+    """unbind.int (ops.yaml:1652 sample 2)"""
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_546(self):
+    """unbind.int (ops.yaml:1652 sample 3)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_547(self, index):
+    """index_select (ops.yaml:1669 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_548(self, index):
+    """index_select (ops.yaml:1669 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_549(self, index):
+    """index_select (ops.yaml:1669 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_550(self, index):
+    """index_select (ops.yaml:1669 sample 3)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_551(self, index):
+    """index_select (ops.yaml:1669 sample 4)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_552(self, index):
+    """index_select (ops.yaml:1669 sample 5)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_553(self, index, source):
+    """index_add (ops.yaml:1693 sample 0)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_554(self, index, source):
+    """index_add (ops.yaml:1693 sample 1)"""
+    dim = 1
+    alpha = 2.5
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_555(self, index, source):
+    """index_add (ops.yaml:1693 sample 2)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_556(self, index, source):
+    """index_add (ops.yaml:1693 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_557(self, index, source):
+    """index_add (ops.yaml:1693 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_558(self, index, source):
+    """index_copy (ops.yaml:1708 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_559(self, index, source):
+    """index_copy (ops.yaml:1708 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_560(self, index, source):
+    """index_copy (ops.yaml:1708 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_561(self, index):
+    """gather (ops.yaml:1721 sample 0)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_562(self, index):
+    """gather (ops.yaml:1721 sample 1)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_563(self, index):
+    """gather (ops.yaml:1721 sample 2)"""
+    dim = -1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_564(self, index):
+    """gather (ops.yaml:1721 sample 3)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_565(self, index):
+    """gather (ops.yaml:1721 sample 4)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_566(self, index, src):
+    """scatter.src (ops.yaml:1744 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_567(self, index, src):
+    """scatter.src (ops.yaml:1744 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_568(self, index, src):
+    """scatter.src (ops.yaml:1744 sample 2)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_569(self, index, src):
+    """scatter.src (ops.yaml:1744 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_570(self, index):
+    """scatter.value (ops.yaml:1765 sample 0)"""
+    dim = 1
+    value = 1.5
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_571(self, index):
+    """scatter.value (ops.yaml:1765 sample 1)"""
+    dim = 0
+    value = -2
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_572(self, index):
+    """scatter.value (ops.yaml:1765 sample 2)"""
+    dim = 0
+    value = 1
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_573(self, index, src):
+    """scatter_add (ops.yaml:1778 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_574(self, index, src):
+    """scatter_add (ops.yaml:1778 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_575(self, index, src):
+    """scatter_add (ops.yaml:1778 sample 2)"""
+    dim = -1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_576(self, index, src):
+    """scatter_add (ops.yaml:1778 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_577(self, index, src):
+    """scatter_add (ops.yaml:1778 sample 4)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_578(weight, indices):
+    """embedding (ops.yaml:1797 sample 0)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_579(weight, indices):
+    """embedding (ops.yaml:1797 sample 1)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_580(weight, indices):
+    """embedding (ops.yaml:1797 sample 2)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_581(weight, indices):
+    """embedding (ops.yaml:1797 sample 3)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_582(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1811 sample 0)"""
+    num_weights = 5
+    padding_idx = 1
+    scale_grad_by_freq = False
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_583(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1811 sample 1)"""
+    num_weights = 4
+    padding_idx = -1
+    scale_grad_by_freq = True
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_584(self):
+    """one_hot (ops.yaml:1838 sample 0)"""
+    num_classes = -1
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_585(self):
+    """one_hot (ops.yaml:1838 sample 1)"""
+    num_classes = 6
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_586(self):
+    """one_hot (ops.yaml:1838 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_587(self):
+    """one_hot (ops.yaml:1838 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_588(self):
+    """nonzero (ops.yaml:1850 sample 0)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_589(self):
+    """nonzero (ops.yaml:1850 sample 1)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_590(self):
+    """nonzero (ops.yaml:1850 sample 2)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_591(self):
+    """nonzero (ops.yaml:1850 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_592(self, mask):
+    """masked_select (ops.yaml:1863 sample 0)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_593(self, mask):
+    """masked_select (ops.yaml:1863 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_594(self, mask):
+    """masked_select (ops.yaml:1863 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_595(self, mask):
+    """masked_select (ops.yaml:1863 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_596(self, mask):
+    """masked_select (ops.yaml:1863 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_597(self):
+    """argsort (ops.yaml:1878 sample 0)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_598(self):
+    """argsort (ops.yaml:1878 sample 1)"""
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_599(self):
+    """argsort (ops.yaml:1878 sample 2)"""
+    dim = 1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_600(self):
+    """argsort (ops.yaml:1878 sample 3)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_601(self):
+    """argsort (ops.yaml:1878 sample 4)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_602(self, indices_0):
+    """index.Tensor (ops.yaml:1892 sample 0)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_603(self, indices_1):
+    """index.Tensor (ops.yaml:1892 sample 1)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_604(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:1892 sample 2)"""
+    indices = [indices_0, None, indices_2]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_605(self, indices_0):
+    """index.Tensor (ops.yaml:1892 sample 3)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_606(self, indices_1):
+    """index.Tensor (ops.yaml:1892 sample 4)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_607(self, indices_1):
+    """index.Tensor (ops.yaml:1892 sample 5)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_608(self, indices_0, values):
+    """index_put (ops.yaml:1907 sample 0)"""
+    indices = [indices_0]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_609(self, indices_1, values):
+    """index_put (ops.yaml:1907 sample 1)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_610(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:1907 sample 2)"""
+    indices = [indices_0, indices_1]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_611(self, indices_0, values):
+    """index_put (ops.yaml:1907 sample 3)"""
+    indices = [indices_0]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_612(self, indices_1, values):
+    """index_put (ops.yaml:1907 sample 4)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_613(self):
+    """sort (ops.yaml:1922 sample 0 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_614(self):
+    """sort (ops.yaml:1922 sample 0 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_615(self):
+    """sort (ops.yaml:1922 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_616(self):
+    """sort (ops.yaml:1922 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_617(self):
+    """sort (ops.yaml:1922 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_618(self):
+    """sort (ops.yaml:1922 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_619(self):
+    """sort (ops.yaml:1922 sample 3 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_620(self):
+    """sort (ops.yaml:1922 sample 3 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_621(self):
+    """sort (ops.yaml:1922 sample 4 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_622(self):
+    """sort (ops.yaml:1922 sample 4 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_623(self):
+    """sort.stable (ops.yaml:1938 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_624(self):
+    """sort.stable (ops.yaml:1938 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_625(self):
+    """sort.stable (ops.yaml:1938 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_626(self):
+    """sort.stable (ops.yaml:1938 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_627(self):
+    """topk (ops.yaml:1952 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_628(self):
+    """topk (ops.yaml:1952 sample 0 result indices)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_629(self):
+    """topk (ops.yaml:1952 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_630(self):
+    """topk (ops.yaml:1952 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_631(self):
+    """topk (ops.yaml:1952 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_632(self):
+    """topk (ops.yaml:1952 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_633(self):
+    """topk (ops.yaml:1952 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_634(self):
+    """topk (ops.yaml:1952 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_635(self):
+    """topk (ops.yaml:1952 sample 4 result values)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_636(self):
+    """topk (ops.yaml:1952 sample 4 result indices)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_637(self):
+    """softmax.int (ops.yaml:1979 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_638(self):
+    """softmax.int (ops.yaml:1979 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_479(self):
-    """log_softmax.int (ops.yaml:1452 sample 0)"""
+def case_639(self):
+    """softmax.int (ops.yaml:1979 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_640(self):
+    """softmax.int (ops.yaml:1979 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_641(self):
+    """softmax.int (ops.yaml:1979 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_642(self):
+    """log_softmax.int (ops.yaml:1997 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_480(self):
-    """log_softmax.int (ops.yaml:1452 sample 1)"""
+def case_643(self):
+    """log_softmax.int (ops.yaml:1997 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_481(self):
-    """log_softmax.int (ops.yaml:1452 sample 2)"""
+def case_644(self):
+    """log_softmax.int (ops.yaml:1997 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_482(self):
-    """log_softmax.int (ops.yaml:1452 sample 3)"""
+def case_645(self):
+    """log_softmax.int (ops.yaml:1997 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_483(self):
-    """log_softmax.int (ops.yaml:1452 sample 4)"""
+def case_646(self):
+    """log_softmax.int (ops.yaml:1997 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_484(grad_output, output):
-    """softmax_backward_data (ops.yaml:1470 sample 0)"""
+def case_647(grad_output, output):
+    """softmax_backward_data (ops.yaml:2015 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_485(grad_output, output):
-    """softmax_backward_data (ops.yaml:1470 sample 1)"""
+def case_648(grad_output, output):
+    """softmax_backward_data (ops.yaml:2015 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_486(grad_output, output):
-    """softmax_backward_data (ops.yaml:1470 sample 2)"""
+def case_649(grad_output, output):
+    """softmax_backward_data (ops.yaml:2015 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_487(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1487 sample 0)"""
+def case_650(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2032 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_488(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1487 sample 1)"""
+def case_651(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2032 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_489(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1487 sample 2)"""
+def case_652(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2032 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_490(input):
-    """dropout (ops.yaml:1526 sample 0)"""
+def case_653(input):
+    """dropout (ops.yaml:2071 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_491(input):
-    """dropout (ops.yaml:1526 sample 1)"""
+def case_654(input):
+    """dropout (ops.yaml:2071 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_492(input):
-    """dropout (ops.yaml:1526 sample 2)"""
+def case_655(input):
+    """dropout (ops.yaml:2071 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_493(input):
-    """dropout (ops.yaml:1526 sample 3)"""
+def case_656(input):
+    """dropout (ops.yaml:2071 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_494(input):
-    """dropout (ops.yaml:1526 sample 4)"""
+def case_657(input):
+    """dropout (ops.yaml:2071 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_495(self, target):
-    """mse_loss (ops.yaml:1540 sample 0)"""
+def case_658(self, target):
+    """mse_loss (ops.yaml:2085 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_496(self, target):
-    """mse_loss (ops.yaml:1540 sample 1)"""
+def case_659(self, target):
+    """mse_loss (ops.yaml:2085 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_497(self, target):
-    """mse_loss (ops.yaml:1540 sample 2)"""
+def case_660(self, target):
+    """mse_loss (ops.yaml:2085 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_498(self, target):
-    """mse_loss (ops.yaml:1540 sample 3)"""
+def case_661(self, target):
+    """mse_loss (ops.yaml:2085 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_499(self, target):
-    """mse_loss (ops.yaml:1540 sample 4)"""
+def case_662(self, target):
+    """mse_loss (ops.yaml:2085 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_500(self, target):
-    """l1_loss (ops.yaml:1555 sample 0)"""
+def case_663(self, target):
+    """l1_loss (ops.yaml:2100 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_501(self, target):
-    """l1_loss (ops.yaml:1555 sample 1)"""
+def case_664(self, target):
+    """l1_loss (ops.yaml:2100 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_502(self, target):
-    """l1_loss (ops.yaml:1555 sample 2)"""
+def case_665(self, target):
+    """l1_loss (ops.yaml:2100 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_503(self, target):
-    """l1_loss (ops.yaml:1555 sample 3)"""
+def case_666(self, target):
+    """l1_loss (ops.yaml:2100 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_504(self, target):
-    """l1_loss (ops.yaml:1555 sample 4)"""
+def case_667(self, target):
+    """l1_loss (ops.yaml:2100 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_505(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 0)"""
+def case_668(self, target):
+    """smooth_l1_loss (ops.yaml:2115 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_506(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 1)"""
+def case_669(self, target):
+    """smooth_l1_loss (ops.yaml:2115 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_507(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 2)"""
+def case_670(self, target):
+    """smooth_l1_loss (ops.yaml:2115 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_508(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 3)"""
+def case_671(self, target):
+    """smooth_l1_loss (ops.yaml:2115 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_509(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 4)"""
+def case_672(self, target):
+    """smooth_l1_loss (ops.yaml:2115 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_510(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 5)"""
+def case_673(self, target):
+    """smooth_l1_loss (ops.yaml:2115 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_511(self, target):
-    """huber_loss (ops.yaml:1586 sample 0)"""
+def case_674(self, target):
+    """huber_loss (ops.yaml:2131 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_512(self, target):
-    """huber_loss (ops.yaml:1586 sample 1)"""
+def case_675(self, target):
+    """huber_loss (ops.yaml:2131 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_513(self, target):
-    """huber_loss (ops.yaml:1586 sample 2)"""
+def case_676(self, target):
+    """huber_loss (ops.yaml:2131 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_514(self, target):
-    """huber_loss (ops.yaml:1586 sample 3)"""
+def case_677(self, target):
+    """huber_loss (ops.yaml:2131 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_515(self, target):
-    """huber_loss (ops.yaml:1586 sample 4)"""
+def case_678(self, target):
+    """huber_loss (ops.yaml:2131 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_516(self, target):
-    """binary_cross_entropy (ops.yaml:1602 sample 0)"""
+def case_679(self, target):
+    """binary_cross_entropy (ops.yaml:2147 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_517(self, target):
-    """binary_cross_entropy (ops.yaml:1602 sample 1)"""
+def case_680(self, target):
+    """binary_cross_entropy (ops.yaml:2147 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_518(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1602 sample 2)"""
+def case_681(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2147 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_519(self, target):
-    """binary_cross_entropy (ops.yaml:1602 sample 3)"""
+def case_682(self, target):
+    """binary_cross_entropy (ops.yaml:2147 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_520(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1602 sample 4)"""
+def case_683(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2147 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_521(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1602 sample 5)"""
+def case_684(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2147 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_522(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 0)"""
+def case_685(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_523(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 1)"""
+def case_686(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_524(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 2)"""
+def case_687(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_525(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 3)"""
+def case_688(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_526(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 4)"""
+def case_689(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_527(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 5)"""
+def case_690(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_528(self, target):
-    """nll_loss (ops.yaml:1641 sample 0)"""
+def case_691(self, target):
+    """nll_loss (ops.yaml:2186 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_529(self, target, weight):
-    """nll_loss (ops.yaml:1641 sample 1)"""
+def case_692(self, target, weight):
+    """nll_loss (ops.yaml:2186 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_530(self, target, weight):
-    """nll_loss (ops.yaml:1641 sample 2)"""
+def case_693(self, target, weight):
+    """nll_loss (ops.yaml:2186 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_531(self, target):
-    """nll_loss (ops.yaml:1641 sample 3)"""
+def case_694(self, target):
+    """nll_loss (ops.yaml:2186 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_532(self, target, weight):
-    """nll_loss (ops.yaml:1641 sample 4)"""
+def case_695(self, target, weight):
+    """nll_loss (ops.yaml:2186 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_533(self, target):
-    """nll_loss (ops.yaml:1641 sample 5)"""
+def case_696(self, target):
+    """nll_loss (ops.yaml:2186 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_534(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 0)"""
+def case_697(self, target):
+    """cross_entropy_loss (ops.yaml:2209 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3171,32 +4279,32 @@ def case_534(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_535(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 1)"""
+def case_698(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2209 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_536(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 2)"""
+def case_699(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2209 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_537(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 3)"""
+def case_700(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2209 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_538(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 4)"""
+def case_701(self, target):
+    """cross_entropy_loss (ops.yaml:2209 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3204,8 +4312,8 @@ def case_538(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_539(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 5)"""
+def case_702(self, target):
+    """cross_entropy_loss (ops.yaml:2209 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3213,16 +4321,16 @@ def case_539(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_540(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 6)"""
+def case_703(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2209 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_541(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 7)"""
+def case_704(self, target):
+    """cross_entropy_loss (ops.yaml:2209 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3230,24 +4338,24 @@ def case_541(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_542(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 8)"""
+def case_705(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2209 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_543(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 9)"""
+def case_706(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2209 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_544(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 10)"""
+def case_707(self, target):
+    """cross_entropy_loss (ops.yaml:2209 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3255,16 +4363,16 @@ def case_544(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_545(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 11)"""
+def case_708(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2209 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_546(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 0)"""
+def case_709(self, target):
+    """cross_entropy_index (ops.yaml:2234 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -3272,8 +4380,8 @@ def case_546(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_547(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 1)"""
+def case_710(self, target):
+    """cross_entropy_index (ops.yaml:2234 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -3281,8 +4389,8 @@ def case_547(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_548(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 2)"""
+def case_711(self, target):
+    """cross_entropy_index (ops.yaml:2234 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3290,8 +4398,8 @@ def case_548(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_549(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 3)"""
+def case_712(self, target):
+    """cross_entropy_index (ops.yaml:2234 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3299,8 +4407,8 @@ def case_549(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_550(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 4)"""
+def case_713(self, target):
+    """cross_entropy_index (ops.yaml:2234 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3308,48 +4416,48 @@ def case_550(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_551():
-    """empty (ops.yaml:1715 sample 0)"""
+def case_714():
+    """empty (ops.yaml:2260 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_552():
-    """empty (ops.yaml:1715 sample 1)"""
+def case_715():
+    """empty (ops.yaml:2260 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_553():
-    """empty (ops.yaml:1715 sample 2)"""
+def case_716():
+    """empty (ops.yaml:2260 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_554():
-    """zeros (ops.yaml:1722 sample 0)"""
+def case_717():
+    """zeros (ops.yaml:2267 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_555():
-    """ones (ops.yaml:1730 sample 0)"""
+def case_718():
+    """ones (ops.yaml:2275 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_556():
-    """full (ops.yaml:1745 sample 0)"""
+def case_719():
+    """full (ops.yaml:2290 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -3357,8 +4465,8 @@ def case_556():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_557():
-    """full (ops.yaml:1745 sample 1)"""
+def case_720():
+    """full (ops.yaml:2290 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -3366,8 +4474,8 @@ def case_557():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_558():
-    """full (ops.yaml:1745 sample 2)"""
+def case_721():
+    """full (ops.yaml:2290 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -3375,71 +4483,71 @@ def case_558():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_559(self):
-    """empty_like (ops.yaml:1756 sample 0)"""
+def case_722(self):
+    """empty_like (ops.yaml:2301 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_560(self):
-    """empty_like (ops.yaml:1756 sample 1)"""
+def case_723(self):
+    """empty_like (ops.yaml:2301 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_561(self):
-    """empty_like (ops.yaml:1756 sample 2)"""
+def case_724(self):
+    """empty_like (ops.yaml:2301 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_562(self):
-    """ones_like (ops.yaml:1776 sample 0)"""
+def case_725(self):
+    """ones_like (ops.yaml:2321 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_563(self):
-    """ones_like (ops.yaml:1776 sample 1)"""
+def case_726(self):
+    """ones_like (ops.yaml:2321 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_564(self):
-    """ones_like (ops.yaml:1776 sample 2)"""
+def case_727(self):
+    """ones_like (ops.yaml:2321 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_565(self):
-    """ones_like (ops.yaml:1776 sample 3)"""
+def case_728(self):
+    """ones_like (ops.yaml:2321 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_566(self):
-    """full_like (ops.yaml:1788 sample 0)"""
+def case_729(self):
+    """full_like (ops.yaml:2333 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_567(self):
-    """full_like (ops.yaml:1788 sample 1)"""
+def case_730(self):
+    """full_like (ops.yaml:2333 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_568(self):
-    """full_like (ops.yaml:1788 sample 2)"""
+def case_731(self):
+    """full_like (ops.yaml:2333 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_569():
-    """arange (ops.yaml:1793 sample 0)"""
+def case_732():
+    """arange (ops.yaml:2338 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -3448,8 +4556,8 @@ def case_569():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_570():
-    """linspace (ops.yaml:1808 sample 0)"""
+def case_733():
+    """linspace (ops.yaml:2353 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -3458,8 +4566,8 @@ def case_570():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_571():
-    """linspace (ops.yaml:1808 sample 1)"""
+def case_734():
+    """linspace (ops.yaml:2353 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -3468,8 +4576,8 @@ def case_571():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_572():
-    """linspace (ops.yaml:1808 sample 2)"""
+def case_735():
+    """linspace (ops.yaml:2353 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -3478,24 +4586,24 @@ def case_572():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_573():
-    """eye (ops.yaml:1820 sample 0)"""
+def case_736():
+    """eye (ops.yaml:2365 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_574():
-    """eye (ops.yaml:1820 sample 1)"""
+def case_737():
+    """eye (ops.yaml:2365 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_575():
-    """eye.m (ops.yaml:1831 sample 0)"""
+def case_738():
+    """eye.m (ops.yaml:2376 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -3503,8 +4611,8 @@ def case_575():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_576():
-    """eye.m (ops.yaml:1831 sample 1)"""
+def case_739():
+    """eye.m (ops.yaml:2376 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -3512,8 +4620,8 @@ def case_576():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_577():
-    """rand (ops.yaml:1835 sample 0)"""
+def case_740():
+    """rand (ops.yaml:2380 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3521,8 +4629,8 @@ def case_577():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_578():
-    """randn (ops.yaml:1846 sample 0)"""
+def case_741():
+    """randn (ops.yaml:2391 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3530,36 +4638,36 @@ def case_578():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_579(self):
-    """rand_like (ops.yaml:1863 sample 0)"""
+def case_742(self):
+    """rand_like (ops.yaml:2408 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_580(self):
-    """rand_like (ops.yaml:1863 sample 1)"""
+def case_743(self):
+    """rand_like (ops.yaml:2408 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_581(self):
-    """randn_like (ops.yaml:1873 sample 0)"""
+def case_744(self):
+    """randn_like (ops.yaml:2418 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_582(self):
-    """randn_like (ops.yaml:1873 sample 1)"""
+def case_745(self):
+    """randn_like (ops.yaml:2418 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_583():
-    """randint (ops.yaml:1884 sample 0)"""
+def case_746():
+    """randint (ops.yaml:2429 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -3568,8 +4676,8 @@ def case_583():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_584():
-    """randint (ops.yaml:1884 sample 1)"""
+def case_747():
+    """randint (ops.yaml:2429 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -3578,8 +4686,8 @@ def case_584():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_585():
-    """randint.low (ops.yaml:1895 sample 0)"""
+def case_748():
+    """randint.low (ops.yaml:2440 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -3589,8 +4697,8 @@ def case_585():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_586():
-    """randperm (ops.yaml:1905 sample 0)"""
+def case_749():
+    """randperm (ops.yaml:2450 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -3598,8 +4706,8 @@ def case_586():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_587():
-    """randperm (ops.yaml:1905 sample 1)"""
+def case_750():
+    """randperm (ops.yaml:2450 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -3607,83 +4715,83 @@ def case_587():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_588(self):
-    """bernoulli.p (ops.yaml:1922 sample 0)"""
+def case_751(self):
+    """bernoulli.p (ops.yaml:2467 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_589(self):
-    """bernoulli.p (ops.yaml:1922 sample 1)"""
+def case_752(self):
+    """bernoulli.p (ops.yaml:2467 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_590(self):
-    """bernoulli.p (ops.yaml:1922 sample 2)"""
+def case_753(self):
+    """bernoulli.p (ops.yaml:2467 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_591(self):
-    """normal (ops.yaml:1933 sample 0)"""
+def case_754(self):
+    """normal (ops.yaml:2478 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_592(self):
-    """normal (ops.yaml:1933 sample 1)"""
+def case_755(self):
+    """normal (ops.yaml:2478 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_593(self):
-    """normal (ops.yaml:1933 sample 2)"""
+def case_756(self):
+    """normal (ops.yaml:2478 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_594(self):
-    """uniform (ops.yaml:1945 sample 0)"""
+def case_757(self):
+    """uniform (ops.yaml:2490 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_595(self):
-    """uniform (ops.yaml:1945 sample 1)"""
+def case_758(self):
+    """uniform (ops.yaml:2490 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_596(self):
-    """uniform (ops.yaml:1945 sample 2)"""
+def case_759(self):
+    """uniform (ops.yaml:2490 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_597(self):
-    """sum_to (ops.yaml:1958 sample 0)"""
+def case_760(self):
+    """sum_to (ops.yaml:2503 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_598(self):
-    """sum_to (ops.yaml:1958 sample 1)"""
+def case_761(self):
+    """sum_to (ops.yaml:2503 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -5111,379 +6219,868 @@ CASES = [
     dict(op="contiguous", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 0", fn=case_474, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 0", fn=case_474, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 1", fn=case_475, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 2", fn=case_476, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 3", fn=case_477, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 4", fn=case_478, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1440 sample 0", fn=case_479, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1440 sample 1", fn=case_480, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1440 sample 2", fn=case_481, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1440 sample 3", fn=case_482, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1452 sample 0", fn=case_483, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1452 sample 1", fn=case_484, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1452 sample 2", fn=case_485, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1452 sample 3", fn=case_486, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1470 sample 0", fn=case_487, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1470 sample 1", fn=case_488, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1470 sample 2", fn=case_489, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1470 sample 3", fn=case_490, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1485 sample 0", fn=case_491, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1485 sample 1", fn=case_492, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1485 sample 2", fn=case_493, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1485 sample 3", fn=case_494, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1485 sample 4", fn=case_495, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1485 sample 5", fn=case_496, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1500 sample 0", fn=case_497, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1500 sample 1", fn=case_498, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1500 sample 2", fn=case_499, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1500 sample 3", fn=case_500, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1500 sample 4", fn=case_501, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1517 sample 0", fn=case_502, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1517 sample 1", fn=case_503, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1517 sample 2", fn=case_504, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1517 sample 3", fn=case_505, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1517 sample 4", fn=case_506, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1541 sample 0", fn=case_507, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1541 sample 1", fn=case_508, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1541 sample 2", fn=case_509, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1541 sample 3", fn=case_510, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1541 sample 4", fn=case_511, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1557 sample 0", fn=case_512, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1557 sample 1", fn=case_513, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1557 sample 2", fn=case_514, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1557 sample 3", fn=case_515, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1557 sample 4", fn=case_516, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 0", fn=case_517, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 1", fn=case_518, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 2", fn=case_519, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 3", fn=case_520, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 4", fn=case_521, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 5", fn=case_522, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 6", fn=case_523, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1571 sample 7", fn=case_524, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="cat", where="ops.yaml:1591 sample 0", fn=case_525, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1591 sample 1", fn=case_526, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1591 sample 2", fn=case_527, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1591 sample 3", fn=case_528, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1591 sample 4", fn=case_529, tensors=["tensors_0", "tensors_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1612 sample 0", fn=case_530, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1612 sample 1", fn=case_531, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1612 sample 2", fn=case_532, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1612 sample 3", fn=case_533, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1612 sample 4", fn=case_534, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1626 sample 0", fn=case_535, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1626 sample 1", fn=case_536, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1626 sample 2", fn=case_537, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1626 sample 3", fn=case_538, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1639 sample 0", fn=case_539, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1639 sample 1", fn=case_540, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1639 sample 2", fn=case_541, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1639 sample 3", fn=case_542, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1652 sample 0", fn=case_543, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1652 sample 1", fn=case_544, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1652 sample 2", fn=case_545, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1652 sample 3", fn=case_546, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1669 sample 0", fn=case_547, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1669 sample 1", fn=case_548, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1669 sample 2", fn=case_549, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1669 sample 3", fn=case_550, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1669 sample 4", fn=case_551, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1669 sample 5", fn=case_552, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1693 sample 0", fn=case_553, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1693 sample 1", fn=case_554, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1693 sample 2", fn=case_555, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1693 sample 3", fn=case_556, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1693 sample 4", fn=case_557, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1708 sample 0", fn=case_558, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1708 sample 1", fn=case_559, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1708 sample 2", fn=case_560, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1721 sample 0", fn=case_561, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1721 sample 1", fn=case_562, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1721 sample 2", fn=case_563, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1721 sample 3", fn=case_564, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1721 sample 4", fn=case_565, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1744 sample 0", fn=case_566, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1744 sample 1", fn=case_567, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1744 sample 2", fn=case_568, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1744 sample 3", fn=case_569, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1765 sample 0", fn=case_570, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1765 sample 1", fn=case_571, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1765 sample 2", fn=case_572, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1778 sample 0", fn=case_573, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1778 sample 1", fn=case_574, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1778 sample 2", fn=case_575, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1778 sample 3", fn=case_576, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1778 sample 4", fn=case_577, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1797 sample 0", fn=case_578, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1797 sample 1", fn=case_579, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1797 sample 2", fn=case_580, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1797 sample 3", fn=case_581, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1811 sample 0", fn=case_582, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1811 sample 1", fn=case_583, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1838 sample 0", fn=case_584, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1838 sample 1", fn=case_585, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1838 sample 2", fn=case_586, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1838 sample 3", fn=case_587, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1850 sample 0", fn=case_588, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1850 sample 1", fn=case_589, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1850 sample 2", fn=case_590, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1850 sample 3", fn=case_591, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1863 sample 0", fn=case_592, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1863 sample 1", fn=case_593, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1863 sample 2", fn=case_594, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1863 sample 3", fn=case_595, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1863 sample 4", fn=case_596, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1878 sample 0", fn=case_597, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1878 sample 1", fn=case_598, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1878 sample 2", fn=case_599, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1878 sample 3", fn=case_600, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1878 sample 4", fn=case_601, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1892 sample 0", fn=case_602, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1892 sample 1", fn=case_603, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1892 sample 2", fn=case_604, tensors=["self", "indices_0", "indices_2"],
+         free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1892 sample 3", fn=case_605, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1892 sample 4", fn=case_606, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1892 sample 5", fn=case_607, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1907 sample 0", fn=case_608, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1907 sample 1", fn=case_609, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1907 sample 2", fn=case_610, tensors=["self", "indices_0", "indices_1", "values"],
+         free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1907 sample 3", fn=case_611, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1907 sample 4", fn=case_612, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 0 result values", fn=case_613, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 0 result indices", fn=case_614, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 1 result values", fn=case_615, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 1 result indices", fn=case_616, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 2 result values", fn=case_617, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 2 result indices", fn=case_618, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 3 result values", fn=case_619, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 3 result indices", fn=case_620, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 4 result values", fn=case_621, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1922 sample 4 result indices", fn=case_622, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1938 sample 0 result values", fn=case_623, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1938 sample 0 result indices", fn=case_624, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1938 sample 1 result values", fn=case_625, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1938 sample 1 result indices", fn=case_626, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 0 result values", fn=case_627, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 0 result indices", fn=case_628, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 1 result values", fn=case_629, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 1 result indices", fn=case_630, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 2 result values", fn=case_631, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 2 result indices", fn=case_632, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 3 result values", fn=case_633, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 3 result indices", fn=case_634, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 4 result values", fn=case_635, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1952 sample 4 result indices", fn=case_636, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:1979 sample 0", fn=case_637, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 1", fn=case_475, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1979 sample 1", fn=case_638, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 2", fn=case_476, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1979 sample 2", fn=case_639, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 3", fn=case_477, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1979 sample 3", fn=case_640, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 4", fn=case_478, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1979 sample 4", fn=case_641, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 0", fn=case_479, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1997 sample 0", fn=case_642, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 1", fn=case_480, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1997 sample 1", fn=case_643, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 2", fn=case_481, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1997 sample 2", fn=case_644, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 3", fn=case_482, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1997 sample 3", fn=case_645, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 4", fn=case_483, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1997 sample 4", fn=case_646, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 0", fn=case_484, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2015 sample 0", fn=case_647, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 1", fn=case_485, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2015 sample 1", fn=case_648, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 2", fn=case_486, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2015 sample 2", fn=case_649, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 0", fn=case_487, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2032 sample 0", fn=case_650, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 1", fn=case_488, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2032 sample 1", fn=case_651, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 2", fn=case_489, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2032 sample 2", fn=case_652, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:1526 sample 0", fn=case_490, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2071 sample 0", fn=case_653, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 1", fn=case_491, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2071 sample 1", fn=case_654, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 2", fn=case_492, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2071 sample 2", fn=case_655, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 3", fn=case_493, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2071 sample 3", fn=case_656, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 4", fn=case_494, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2071 sample 4", fn=case_657, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 0", fn=case_495, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2085 sample 0", fn=case_658, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 1", fn=case_496, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2085 sample 1", fn=case_659, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 2", fn=case_497, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2085 sample 2", fn=case_660, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 3", fn=case_498, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2085 sample 3", fn=case_661, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 4", fn=case_499, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2085 sample 4", fn=case_662, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 0", fn=case_500, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2100 sample 0", fn=case_663, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 1", fn=case_501, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2100 sample 1", fn=case_664, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 2", fn=case_502, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2100 sample 2", fn=case_665, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 3", fn=case_503, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2100 sample 3", fn=case_666, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 4", fn=case_504, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2100 sample 4", fn=case_667, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 0", fn=case_505, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 0", fn=case_668, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 1", fn=case_506, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 1", fn=case_669, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 2", fn=case_507, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 2", fn=case_670, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 3", fn=case_508, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 3", fn=case_671, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 4", fn=case_509, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 4", fn=case_672, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 5", fn=case_510, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 5", fn=case_673, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 0", fn=case_511, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2131 sample 0", fn=case_674, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 1", fn=case_512, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2131 sample 1", fn=case_675, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 2", fn=case_513, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2131 sample 2", fn=case_676, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 3", fn=case_514, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2131 sample 3", fn=case_677, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 4", fn=case_515, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2131 sample 4", fn=case_678, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 0", fn=case_516, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 0", fn=case_679, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 1", fn=case_517, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 1", fn=case_680, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 2", fn=case_518, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 2", fn=case_681, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 3", fn=case_519, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 3", fn=case_682, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 4", fn=case_520, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 4", fn=case_683, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 5", fn=case_521, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 5", fn=case_684, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 0", fn=case_522, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 0", fn=case_685, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 1", fn=case_523, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 1", fn=case_686, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 2", fn=case_524, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 2", fn=case_687, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 3", fn=case_525, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 3", fn=case_688, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 4", fn=case_526, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 4", fn=case_689, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 5", fn=case_527, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 5", fn=case_690, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 0", fn=case_528, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2186 sample 0", fn=case_691, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 1", fn=case_529, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2186 sample 1", fn=case_692, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 2", fn=case_530, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2186 sample 2", fn=case_693, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 3", fn=case_531, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2186 sample 3", fn=case_694, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 4", fn=case_532, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2186 sample 4", fn=case_695, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 5", fn=case_533, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2186 sample 5", fn=case_696, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 0", fn=case_534, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 0", fn=case_697, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 1", fn=case_535, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 1", fn=case_698, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 2", fn=case_536, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 2", fn=case_699, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 3", fn=case_537, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 3", fn=case_700, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 4", fn=case_538, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 4", fn=case_701, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 5", fn=case_539, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 5", fn=case_702, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 6", fn=case_540, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 6", fn=case_703, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 7", fn=case_541, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 7", fn=case_704, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 8", fn=case_542, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 8", fn=case_705, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 9", fn=case_543, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 9", fn=case_706, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 10", fn=case_544, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 10", fn=case_707, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 11", fn=case_545, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 11", fn=case_708, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 0", fn=case_546, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 0", fn=case_709, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 1", fn=case_547, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 1", fn=case_710, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 2", fn=case_548, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 2", fn=case_711, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 3", fn=case_549, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 3", fn=case_712, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 4", fn=case_550, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 4", fn=case_713, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:1715 sample 0", fn=case_551, tensors=[],
+    dict(op="empty", where="ops.yaml:2260 sample 0", fn=case_714, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1715 sample 1", fn=case_552, tensors=[],
+    dict(op="empty", where="ops.yaml:2260 sample 1", fn=case_715, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1715 sample 2", fn=case_553, tensors=[],
+    dict(op="empty", where="ops.yaml:2260 sample 2", fn=case_716, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:1722 sample 0", fn=case_554, tensors=[],
+    dict(op="zeros", where="ops.yaml:2267 sample 0", fn=case_717, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1730 sample 0", fn=case_555, tensors=[],
+    dict(op="ones", where="ops.yaml:2275 sample 0", fn=case_718, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1745 sample 0", fn=case_556, tensors=[],
+    dict(op="full", where="ops.yaml:2290 sample 0", fn=case_719, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1745 sample 1", fn=case_557, tensors=[],
+    dict(op="full", where="ops.yaml:2290 sample 1", fn=case_720, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1745 sample 2", fn=case_558, tensors=[],
+    dict(op="full", where="ops.yaml:2290 sample 2", fn=case_721, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1756 sample 0", fn=case_559, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2301 sample 0", fn=case_722, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1756 sample 1", fn=case_560, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2301 sample 1", fn=case_723, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1756 sample 2", fn=case_561, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2301 sample 2", fn=case_724, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 0", fn=case_562, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2321 sample 0", fn=case_725, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 1", fn=case_563, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2321 sample 1", fn=case_726, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 2", fn=case_564, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2321 sample 2", fn=case_727, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 3", fn=case_565, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2321 sample 3", fn=case_728, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1788 sample 0", fn=case_566, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2333 sample 0", fn=case_729, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1788 sample 1", fn=case_567, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2333 sample 1", fn=case_730, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1788 sample 2", fn=case_568, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2333 sample 2", fn=case_731, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:1793 sample 0", fn=case_569, tensors=[],
+    dict(op="arange", where="ops.yaml:2338 sample 0", fn=case_732, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1808 sample 0", fn=case_570, tensors=[],
+    dict(op="linspace", where="ops.yaml:2353 sample 0", fn=case_733, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1808 sample 1", fn=case_571, tensors=[],
+    dict(op="linspace", where="ops.yaml:2353 sample 1", fn=case_734, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1808 sample 2", fn=case_572, tensors=[],
+    dict(op="linspace", where="ops.yaml:2353 sample 2", fn=case_735, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1820 sample 0", fn=case_573, tensors=[],
+    dict(op="eye", where="ops.yaml:2365 sample 0", fn=case_736, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1820 sample 1", fn=case_574, tensors=[],
+    dict(op="eye", where="ops.yaml:2365 sample 1", fn=case_737, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1831 sample 0", fn=case_575, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2376 sample 0", fn=case_738, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1831 sample 1", fn=case_576, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2376 sample 1", fn=case_739, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1835 sample 0", fn=case_577, tensors=[],
+    dict(op="rand", where="ops.yaml:2380 sample 0", fn=case_740, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:1846 sample 0", fn=case_578, tensors=[],
+    dict(op="randn", where="ops.yaml:2391 sample 0", fn=case_741, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1863 sample 0", fn=case_579, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2408 sample 0", fn=case_742, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1863 sample 1", fn=case_580, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2408 sample 1", fn=case_743, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1873 sample 0", fn=case_581, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2418 sample 0", fn=case_744, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1873 sample 1", fn=case_582, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2418 sample 1", fn=case_745, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:1884 sample 0", fn=case_583, tensors=[],
+    dict(op="randint", where="ops.yaml:2429 sample 0", fn=case_746, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:1884 sample 1", fn=case_584, tensors=[],
+    dict(op="randint", where="ops.yaml:2429 sample 1", fn=case_747, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:1895 sample 0", fn=case_585, tensors=[],
+    dict(op="randint.low", where="ops.yaml:2440 sample 0", fn=case_748, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1905 sample 0", fn=case_586, tensors=[],
+    dict(op="randperm", where="ops.yaml:2450 sample 0", fn=case_749, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1905 sample 1", fn=case_587, tensors=[],
+    dict(op="randperm", where="ops.yaml:2450 sample 1", fn=case_750, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1922 sample 0", fn=case_588, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2467 sample 0", fn=case_751, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1922 sample 1", fn=case_589, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2467 sample 1", fn=case_752, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1922 sample 2", fn=case_590, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2467 sample 2", fn=case_753, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1933 sample 0", fn=case_591, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2478 sample 0", fn=case_754, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1933 sample 1", fn=case_592, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2478 sample 1", fn=case_755, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1933 sample 2", fn=case_593, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2478 sample 2", fn=case_756, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1945 sample 0", fn=case_594, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2490 sample 0", fn=case_757, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1945 sample 1", fn=case_595, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2490 sample 1", fn=case_758, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1945 sample 2", fn=case_596, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2490 sample 2", fn=case_759, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:1958 sample 0", fn=case_597, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2503 sample 0", fn=case_760, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1958 sample 1", fn=case_598, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2503 sample 1", fn=case_761, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

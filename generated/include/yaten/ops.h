@@ -2540,7 +2540,643 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- softmax.int (ops.yaml:1423) */
+/* ---- flatten.using_ints (ops.yaml:1411) */
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
+ * 0-D tensor becomes 1-D.
+ * Uses the defaults start_dim=0, end_dim=-1; yt_flatten_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flatten(yt_tensor *self);
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
+ * 0-D tensor becomes 1-D.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
+
+/* ---- unflatten.int (ops.yaml:1428) */
+
+/* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
+ * A view splitting dimension `dim` into `sizes` (one entry may be -1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
+
+/* ---- broadcast_to (ops.yaml:1446) */
+
+/* broadcast_to(Tensor self, int[] size) -> Tensor
+ * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
+
+/* ---- narrow (ops.yaml:1458) */
+
+/* narrow(Tensor self, int dim, int start, int length) -> Tensor
+ * A view of `length` elements from `start` (negative counts from the end) along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
+
+/* ---- repeat (ops.yaml:1476) */
+
+/* repeat(Tensor self, int[] repeats) -> Tensor
+ * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
+ * dimensions).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
+
+/* ---- flip (ops.yaml:1493) */
+
+/* flip(Tensor self, int[] dims) -> Tensor
+ * A copy of `self` with the order of elements reversed along each dimension in `dims`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
+
+/* ---- roll (ops.yaml:1507) */
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
+ * tensor when `dims` is empty).
+ * Uses the defaults dims=[]; yt_roll_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len);
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
+ * tensor when `dims` is empty).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
+                             const int64_t *dims, int dims_len);
+
+/* ---- roll_backward (ops.yaml:1524) */
+
+/* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
+ * Gradient of roll: `grad` rolled back by -shifts.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
+                                   const int64_t *dims, int dims_len);
+
+/* ---- tril (ops.yaml:1532) */
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
+ * Uses the defaults diagonal=0; yt_tril_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_tril(yt_tensor *self);
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
+
+/* ---- triu (ops.yaml:1548) */
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
+ * Uses the defaults diagonal=0; yt_triu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_triu(yt_tensor *self);
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
+
+/* ---- pad (ops.yaml:1564) */
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Uses the defaults mode=constant, value=None; yt_pad_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
+                            const double *value);
+
+/* ---- cat (ops.yaml:1583) */
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat(yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
+                               int64_t dim);
+
+/* ---- cat_backward (ops.yaml:1598) */
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
+ * 1-D empty inputs).
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
+                               int tensors_len, yt_tensor **out, int64_t out_capacity);
+
+/* ---- stack (ops.yaml:1606) */
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Uses the defaults dim=0; yt_stack_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* ---- split.Tensor (ops.yaml:1619) */
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Uses the defaults dim=0; yt_split_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity);
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- chunk (ops.yaml:1632) */
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Uses the defaults dim=0; yt_chunk_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity);
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- unbind.int (ops.yaml:1645) */
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Uses the defaults dim=0; yt_unbind_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity);
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
+
+/* ---- index_select (ops.yaml:1661) */
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
+ * out-of-range values are errors).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
+ * out-of-range values are errors).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
+                                     yt_tensor *index);
+
+/* ---- index_select_backward (ops.yaml:1677) */
+
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
+ * `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
+                                           int self_sizes_len, int64_t dim, yt_tensor *index);
+
+/* ---- index_add (ops.yaml:1685) */
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Uses the defaults alpha=1; yt_index_add_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source,
+                                  yt_scalar alpha);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Uses the defaults alpha=1; yt_index_add_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                  yt_tensor *source);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                     yt_tensor *source, yt_scalar alpha);
+
+/* ---- index_copy (ops.yaml:1700) */
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
+ * repeated positions, which write wins is unspecified).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source);
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
+ * repeated positions, which write wins is unspecified).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                   yt_tensor *source);
+
+/* ---- gather (ops.yaml:1713) */
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Uses the defaults sparse_grad=False; yt_gather_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Uses the defaults sparse_grad=False; yt_gather_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                  bool sparse_grad);
+
+/* ---- gather_backward (ops.yaml:1728) */
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                                     int64_t dim, yt_tensor *index);
+
+/* ---- scatter.src (ops.yaml:1736) */
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
+ * with repeated positions, which write wins is unspecified.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src);
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
+ * with repeated positions, which write wins is unspecified.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                yt_tensor *src);
+
+/* ---- scatter_src_backward (ops.yaml:1750) */
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
+ * `src_sizes` (src may be larger than index).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
+                                          int src_sizes_len, int64_t dim, yt_tensor *index);
+
+/* ---- scatter.value (ops.yaml:1758) */
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * A copy of `self` with `value` written at the positions `index` names along `dim`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value);
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * A copy of `self` with `value` written at the positions `index` names along `dim`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
+                                      yt_tensor *index, yt_scalar value);
+
+/* ---- scatter_add (ops.yaml:1770) */
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
+ * repeated positions accumulate.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src);
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
+ * repeated positions accumulate.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                    yt_tensor *src);
+
+/* ---- embedding (ops.yaml:1785) */
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
+ * `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten;
+ * tests/unit/test_index.c covers it).
+ * Uses the defaults padding_idx=-1, scale_grad_by_freq=False, sparse=False; yt_embedding_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
+ * `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten;
+ * tests/unit/test_index.c covers it).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
+                                  bool scale_grad_by_freq, bool sparse);
+
+/* ---- embedding_dense_backward (ops.yaml:1804) */
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
+ * (none into padding_idx), divided by each index's count when scale_grad_by_freq.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices,
+                                              int64_t num_weights, int64_t padding_idx,
+                                              bool scale_grad_by_freq);
+
+/* ---- embedding_weight_backward (ops.yaml:1816) */
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices,
+                                               const int64_t *weight_sizes, int weight_sizes_len,
+                                               int64_t padding_idx, bool scale_grad_by_freq);
+
+/* ---- embedding_dense_double_backward (ops.yaml:1824) */
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
+ * padding_idx, divided by the counts when scale_grad_by_freq.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
+                                                     int64_t padding_idx, bool scale_grad_by_freq);
+
+/* ---- one_hot (ops.yaml:1832) */
+
+/* one_hot(Tensor self, int num_classes=-1) -> Tensor
+ * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
+ * (num_classes=-1: the largest value + 1).
+ * Uses the defaults num_classes=-1; yt_one_hot_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_one_hot(yt_tensor *self);
+
+/* one_hot(Tensor self, int num_classes=-1) -> Tensor
+ * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
+ * (num_classes=-1: the largest value + 1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
+
+/* ---- nonzero (ops.yaml:1844) */
+
+/* nonzero(Tensor self) -> Tensor
+ * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nonzero(yt_tensor *self);
+
+/* ---- masked_select (ops.yaml:1856) */
+
+/* masked_select(Tensor self, Tensor mask) -> Tensor
+ * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
+
+/* ---- argsort (ops.yaml:1870) */
+
+/* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+ * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
+ * in PyTorch).
+ * Uses the defaults dim=-1, descending=False; yt_argsort_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort(yt_tensor *self);
+
+/* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+ * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
+ * in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
+
+/* ---- index.Tensor (ops.yaml:1886) */
+
+/* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
+ * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
+ * the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the
+ * indexed ones in place when those are adjacent, else lead the result.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
+
+/* ---- index_put (ops.yaml:1900) */
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Uses the defaults accumulate=False; yt_index_put_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                               yt_tensor *values);
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                                  yt_tensor *values, bool accumulate);
+
+/* ---- sort (ops.yaml:1914) */
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Uses the defaults dim=-1, descending=False; yt_sort_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices);
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
+                            yt_tensor **indices);
+
+/* ---- sort.stable (ops.yaml:1930) */
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Uses the defaults dim=-1, descending=False; yt_sort_stable_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values,
+                                yt_tensor **indices);
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
+                                   bool descending, yt_tensor **values, yt_tensor **indices);
+
+/* ---- topk (ops.yaml:1942) */
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Uses the defaults dim=-1, largest=True, sorted=True; yt_topk_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices);
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                            yt_tensor **values, yt_tensor **indices);
+
+/* ---- softmax.int (ops.yaml:1968) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -2557,7 +3193,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:1441) */
+/* ---- log_softmax.int (ops.yaml:1986) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -2572,7 +3208,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:1459) */
+/* ---- softmax_backward_data (ops.yaml:2004) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -2580,7 +3216,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:1476) */
+/* ---- log_softmax_backward_data (ops.yaml:2021) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -2589,7 +3225,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:1493) */
+/* ---- softmax_double_backward (ops.yaml:2038) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -2598,7 +3234,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:1501) */
+/* ---- log_softmax_double_backward (ops.yaml:2046) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -2607,7 +3243,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:1509) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2054) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -2617,7 +3253,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:1520) */
+/* ---- dropout (ops.yaml:2065) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -2634,7 +3270,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:1533) */
+/* ---- mse_loss (ops.yaml:2078) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -2649,7 +3285,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:1548) */
+/* ---- l1_loss (ops.yaml:2093) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -2664,7 +3300,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:1563) */
+/* ---- smooth_l1_loss (ops.yaml:2108) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -2682,7 +3318,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:1579) */
+/* ---- huber_loss (ops.yaml:2124) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -2700,7 +3336,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy (ops.yaml:1594) */
+/* ---- binary_cross_entropy (ops.yaml:2139) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -2718,7 +3354,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:1611) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:2156) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -2739,7 +3375,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:1627) */
+/* ---- nll_loss (ops.yaml:2172) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -2759,7 +3395,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:1650) */
+/* ---- cross_entropy_loss (ops.yaml:2195) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -2782,7 +3418,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:1679) */
+/* ---- cross_entropy_index (ops.yaml:2224) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -2801,7 +3437,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:1697) */
+/* ---- cross_entropy_index_backward (ops.yaml:2242) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -2813,7 +3449,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- empty (ops.yaml:1708) */
+/* ---- empty (ops.yaml:2253) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -2828,7 +3464,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:1722) */
+/* ---- zeros (ops.yaml:2267) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -2843,7 +3479,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:1730) */
+/* ---- ones (ops.yaml:2275) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -2858,7 +3494,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:1738) */
+/* ---- full (ops.yaml:2283) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -2876,7 +3512,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:1750) */
+/* ---- empty_like (ops.yaml:2295) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -2893,7 +3529,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:1763) */
+/* ---- zeros_like (ops.yaml:2308) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -2901,7 +3537,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:1770) */
+/* ---- ones_like (ops.yaml:2315) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -2916,7 +3552,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:1782) */
+/* ---- full_like (ops.yaml:2327) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -2933,7 +3569,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:1793) */
+/* ---- arange (ops.yaml:2338) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -2951,7 +3587,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:1801) */
+/* ---- linspace (ops.yaml:2346) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -2967,7 +3603,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:1813) */
+/* ---- eye (ops.yaml:2358) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -2982,7 +3618,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:1824) */
+/* ---- eye.m (ops.yaml:2369) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -2997,7 +3633,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:1835) */
+/* ---- rand (ops.yaml:2380) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -3013,7 +3649,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:1846) */
+/* ---- randn (ops.yaml:2391) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -3029,7 +3665,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:1857) */
+/* ---- rand_like (ops.yaml:2402) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -3046,7 +3682,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:1867) */
+/* ---- randn_like (ops.yaml:2412) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -3063,7 +3699,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:1877) */
+/* ---- randint (ops.yaml:2422) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -3079,7 +3715,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:1888) */
+/* ---- randint.low (ops.yaml:2433) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -3095,7 +3731,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:1898) */
+/* ---- randperm (ops.yaml:2443) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -3111,7 +3747,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:1909) */
+/* ---- bernoulli (ops.yaml:2454) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -3128,7 +3764,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:1916) */
+/* ---- bernoulli.p (ops.yaml:2461) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -3162,7 +3798,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:1927) */
+/* ---- normal (ops.yaml:2472) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -3196,7 +3832,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:1939) */
+/* ---- uniform (ops.yaml:2484) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -3230,7 +3866,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- sum_to (ops.yaml:1952) */
+/* ---- sum_to (ops.yaml:2497) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -3238,7 +3874,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:1963) */
+/* ---- sum_backward (ops.yaml:2508) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -3247,7 +3883,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:1970) */
+/* ---- mean_backward (ops.yaml:2515) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -3256,7 +3892,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:1977) */
+/* ---- amax_backward (ops.yaml:2522) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -3265,7 +3901,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:1984) */
+/* ---- permute_backward (ops.yaml:2529) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -3273,7 +3909,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:1991) */
+/* ---- pow_backward (ops.yaml:2536) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -3281,7 +3917,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:1998) */
+/* ---- pow_backward_self (ops.yaml:2543) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -3289,7 +3925,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:2005) */
+/* ---- pow_backward_exponent (ops.yaml:2550) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -3298,7 +3934,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:2012) */
+/* ---- slice_backward (ops.yaml:2557) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -3308,7 +3944,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:2020) */
+/* ---- select_backward (ops.yaml:2565) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
