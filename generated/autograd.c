@@ -2214,6 +2214,489 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     return status;
 }
 
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * backward, from derivatives.yaml:174:
+ *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ */
+typedef struct avg_pool2d_node {
+    yt_node base;             /* must be first */
+    yt_saved self;            /* used by: self */
+    yt_int_list kernel_size;  /* used by: self */
+    yt_int_list stride;       /* used by: self */
+    yt_int_list padding;      /* used by: self */
+    bool ceil_mode;           /* used by: self */
+    bool count_include_pad;   /* used by: self */
+    int64_t divisor_override; /* used by: self */
+} avg_pool2d_node;
+
+static yt_status
+avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_avg_pool2d_backward(grads[0], self, node->kernel_size.v, node->kernel_size.len,
+                                        node->stride.v, node->stride.len, node->padding.v,
+                                        node->padding.len, node->ceil_mode, node->count_include_pad,
+                                        node->divisor_override);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_release_saved(yt_node *node_)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind avg_pool2d_node_kind = {
+    .name = "AvgPool2dBackward",
+    .op_name = "avg_pool2d",
+    .size = sizeof(avg_pool2d_node),
+    .backward = avg_pool2d_backward,
+    .release_saved = avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_size,
+                      int kernel_size_len, const int64_t *stride, int stride_len,
+                      const int64_t *padding, int padding_len, bool ceil_mode,
+                      bool count_include_pad, int64_t divisor_override)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)yt__node_new(&avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:177:
+ *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
+ */
+typedef struct adaptive_avg_pool2d_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list output_size; /* used by: self */
+} adaptive_avg_pool2d_node;
+
+static yt_status
+adaptive_avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_adaptive_avg_pool2d_backward(grads[0], self, node->output_size.v,
+                                                 node->output_size.len);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_release_saved(yt_node *node_)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind adaptive_avg_pool2d_node_kind = {
+    .name = "AdaptiveAvgPool2dBackward",
+    .op_name = "adaptive_avg_pool2d",
+    .size = sizeof(adaptive_avg_pool2d_node),
+    .backward = adaptive_avg_pool2d_backward,
+    .release_saved = adaptive_avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *output_size,
+                               int output_size_len)
+{
+    adaptive_avg_pool2d_node *node =
+        (adaptive_avg_pool2d_node *)yt__node_new(&adaptive_avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * backward, from derivatives.yaml:180:
+ *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct avg_pool2d_backward_node {
+    yt_node base;             /* must be first */
+    yt_int_list kernel_size;  /* used by: grad_output */
+    yt_int_list stride;       /* used by: grad_output */
+    yt_int_list padding;      /* used by: grad_output */
+    bool ceil_mode;           /* used by: grad_output */
+    bool count_include_pad;   /* used by: grad_output */
+    int64_t divisor_override; /* used by: grad_output */
+    yt_shape self_shape;      /* used by: self */
+    yt_dtype self_dtype;      /* used by: self */
+} avg_pool2d_backward_node;
+
+static yt_status
+avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_backward_node *node = (avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] =
+            yt_avg_pool2d_ex(grads[0], node->kernel_size.v, node->kernel_size.len, node->stride.v,
+                             node->stride.len, node->padding.v, node->padding.len, node->ceil_mode,
+                             node->count_include_pad, node->divisor_override);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind avg_pool2d_backward_node_kind = {
+    .name = "AvgPool2dBackwardBackward",
+    .op_name = "avg_pool2d_backward",
+    .size = sizeof(avg_pool2d_backward_node),
+    .backward = avg_pool2d_backward_backward,
+    .release_saved = avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                               const int64_t *kernel_size, int kernel_size_len,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, bool ceil_mode, bool count_include_pad,
+                               int64_t divisor_override)
+{
+    avg_pool2d_backward_node *node =
+        (avg_pool2d_backward_node *)yt__node_new(&avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:184:
+ *   grad_output: adaptive_avg_pool2d(grad, output_size)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct adaptive_avg_pool2d_backward_node {
+    yt_node base;            /* must be first */
+    yt_int_list output_size; /* used by: grad_output */
+    yt_shape self_shape;     /* used by: self */
+    yt_dtype self_dtype;     /* used by: self */
+} adaptive_avg_pool2d_backward_node;
+
+static yt_status
+adaptive_avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_adaptive_avg_pool2d(grads[0], node->output_size.v, node->output_size.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind adaptive_avg_pool2d_backward_node_kind = {
+    .name = "AdaptiveAvgPool2dBackwardBackward",
+    .op_name = "adaptive_avg_pool2d_backward",
+    .size = sizeof(adaptive_avg_pool2d_backward_node),
+    .backward = adaptive_avg_pool2d_backward_backward,
+    .release_saved = adaptive_avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                        const int64_t *output_size, int output_size_len)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)yt__node_new(
+        &adaptive_avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:188:
+ *   grad_output: max_pool2d_index_gather(grad, indices)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct max_pool2d_with_indices_backward_node {
+    yt_node base;        /* must be first */
+    yt_saved indices;    /* used by: grad_output */
+    yt_shape self_shape; /* used by: self */
+    yt_dtype self_dtype; /* used by: self */
+} max_pool2d_with_indices_backward_node;
+
+static yt_status
+max_pool2d_with_indices_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_backward_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_backward_node_kind = {
+    .name = "MaxPool2dWithIndicesBackwardBackward",
+    .op_name = "max_pool2d_with_indices_backward",
+    .size = sizeof(max_pool2d_with_indices_backward_node),
+    .backward = max_pool2d_with_indices_backward_backward,
+    .release_saved = max_pool2d_with_indices_backward_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_output,
+                                            yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_with_indices_backward_node *node =
+        (max_pool2d_with_indices_backward_node *)yt__node_new(
+            &max_pool2d_with_indices_backward_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:192:
+ *   self: max_pool2d_index_scatter(grad, self.shape, indices)
+ */
+typedef struct max_pool2d_index_gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    yt_saved indices;    /* used by: self */
+} max_pool2d_index_gather_node;
+
+static yt_status
+max_pool2d_index_gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_scatter(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                             indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_gather_release_saved(yt_node *node_)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_gather_node_kind = {
+    .name = "MaxPool2dIndexGatherBackward",
+    .op_name = "max_pool2d_index_gather",
+    .size = sizeof(max_pool2d_index_gather_node),
+    .backward = max_pool2d_index_gather_backward,
+    .release_saved = max_pool2d_index_gather_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_index_gather_node *node =
+        (max_pool2d_index_gather_node *)yt__node_new(&max_pool2d_index_gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:195:
+ *   grad: max_pool2d_index_gather(grad, indices)
+ */
+typedef struct max_pool2d_index_scatter_node {
+    yt_node base;     /* must be first */
+    yt_saved indices; /* used by: grad */
+} max_pool2d_index_scatter_node;
+
+static yt_status
+max_pool2d_index_scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_scatter_release_saved(yt_node *node_)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_scatter_node_kind = {
+    .name = "MaxPool2dIndexScatterBackward",
+    .op_name = "max_pool2d_index_scatter",
+    .size = sizeof(max_pool2d_index_scatter_node),
+    .backward = max_pool2d_index_scatter_backward,
+    .release_saved = max_pool2d_index_scatter_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tensor *indices)
+{
+    max_pool2d_index_scatter_node *node =
+        (max_pool2d_index_scatter_node *)yt__node_new(&max_pool2d_index_scatter_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)

@@ -60,6 +60,31 @@ YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64
                                        int64_t start, int64_t end, int64_t step);
 YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
                                         int64_t index);
+YT_INTERNAL yt_status yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                            const int64_t *kernel_size, int kernel_size_len,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len, bool ceil_mode,
+                                            bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                     const int64_t *output_size,
+                                                     int output_size_len);
+YT_INTERNAL yt_status yt__record_avg_pool2d_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                              yt_tensor *grad_output,
+                                                              yt_tensor *self,
+                                                              const int64_t *output_size,
+                                                              int output_size_len);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices_backward(yt_tensor *result,
+                                                                  yt_tensor *grad_output,
+                                                                  yt_tensor *self,
+                                                                  yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                         yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                          yt_tensor *indices);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

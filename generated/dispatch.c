@@ -143,6 +143,37 @@ const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_mm,
 };
 
+const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d,
+};
+
+const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d,
+};
+
+const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d_backward,
+};
+
+const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d_backward,
+};
+
+const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices_backward,
+};
+
+const yt__max_pool2d_index_gather_kernel_fn yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_gather,
+};
+
+const yt__max_pool2d_index_scatter_kernel_fn yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_scatter,
+};
+
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_zeros,
 };

@@ -172,6 +172,77 @@ typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_ten
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 
+typedef yt_status (*yt__avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                              const int64_t *kernel_size, int kernel_size_len,
+                                              const int64_t *stride, int stride_len,
+                                              const int64_t *padding, int padding_len,
+                                              bool ceil_mode, bool count_include_pad,
+                                              int64_t divisor_override);
+extern const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                         const int64_t *kernel_size, int kernel_size_len,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len, bool ceil_mode,
+                                         bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                       const int64_t *output_size,
+                                                       int output_size_len);
+extern const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                  const int64_t *output_size, int output_size_len);
+
+typedef yt_status (*yt__avg_pool2d_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+extern const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_tensor *self, const int64_t *kernel_size,
+                                                  int kernel_size_len, const int64_t *stride,
+                                                  int stride_len, const int64_t *padding,
+                                                  int padding_len, bool ceil_mode,
+                                                  bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_backward_kernel_fn)(yt_tensor *result,
+                                                                yt_tensor *grad_output,
+                                                                yt_tensor *self,
+                                                                const int64_t *output_size,
+                                                                int output_size_len);
+extern const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                           yt_tensor *grad_output, yt_tensor *self,
+                                                           const int64_t *output_size,
+                                                           int output_size_len);
+
+typedef yt_status (*yt__max_pool2d_with_indices_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+extern const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_gather_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                           yt_tensor *indices);
+extern const yt__max_pool2d_index_gather_kernel_fn
+    yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                      yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_scatter_kernel_fn)(yt_tensor *result, yt_tensor *grad,
+                                                            const int64_t *self_size,
+                                                            int self_size_len, yt_tensor *indices);
+extern const yt__max_pool2d_index_scatter_kernel_fn
+    yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                       const int64_t *self_size, int self_size_len,
+                                                       yt_tensor *indices);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];

@@ -9,8 +9,351 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * from ops.yaml:548; backward from derivatives.yaml:180 */
+yt_tensor *
+yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+                       int kernel_size_len, const int64_t *stride, int stride_len,
+                       const int64_t *padding, int padding_len, bool ceil_mode,
+                       bool count_include_pad, int64_t divisor_override)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("avg_pool2d_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__avg_pool2d_backward_kernel_fn kernel = yt__avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, ceil_mode, count_include_pad, divisor_override);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_avg_pool2d_backward(result, grad_output, self, kernel_size, kernel_size_len,
+                                       stride, stride_len, padding, padding_len, ceil_mode,
+                                       count_include_pad, divisor_override) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * from ops.yaml:561; backward from derivatives.yaml:184 */
+yt_tensor *
+yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
+                                int output_size_len)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (output_size_len < 0 || output_size_len > YT_MAX_DIM ||
+        (output_size == NULL && output_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "adaptive_avg_pool2d_backward: output_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "adaptive_avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "adaptive_avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__adaptive_avg_pool2d_backward_kernel_fn kernel =
+        yt__adaptive_avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "adaptive_avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, self, output_size, output_size_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_adaptive_avg_pool2d_backward(result, grad_output, self, output_size,
+                                                             output_size_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * from ops.yaml:573; backward from derivatives.yaml:188 */
+yt_tensor *
+yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
+                                    const int64_t *kernel_size, int kernel_size_len,
+                                    const int64_t *stride, int stride_len, const int64_t *padding,
+                                    int padding_len, const int64_t *dilation, int dilation_len,
+                                    bool ceil_mode, yt_tensor *indices)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "indices"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_with_indices_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (indices->device != grad_output->device)
+        return yt__fail(
+            YT_ERR_DEVICE,
+            "max_pool2d_with_indices_backward: indices is on %s but grad_output is on %s",
+            yt_device_name(indices->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_with_indices_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__max_pool2d_with_indices_backward_kernel_fn kernel =
+        yt__max_pool2d_with_indices_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_with_indices_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, dilation, dilation_len, ceil_mode, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_max_pool2d_with_indices_backward(result, grad_output, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * from ops.yaml:583; backward from derivatives.yaml:192 */
+yt_tensor *
+yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
+{
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_gather: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_gather: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_gather: indices is on %s but self is on %s",
+                        yt_device_name(indices->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_index_gather", indices) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__max_pool2d_index_gather_kernel_fn kernel =
+        yt__max_pool2d_index_gather_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_gather: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_gather(result, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * from ops.yaml:592; backward from derivatives.yaml:195 */
+yt_tensor *
+yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
+                            yt_tensor *indices)
+{
+    if (grad == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "indices"); /* keeps an earlier error */
+    if (self_size_len < 0 || self_size_len > YT_MAX_DIM || (self_size == NULL && self_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_index_scatter: self_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_scatter: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_scatter: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_scatter: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt_dtype compute_dtype = grad->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "max_pool2d_index_scatter", "self_size", self_size,
+                             self_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad->device;
+    yt__max_pool2d_index_scatter_kernel_fn kernel =
+        yt__max_pool2d_index_scatter_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_scatter: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_scatter(result, grad, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:585 */
+ * from ops.yaml:675 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -27,7 +370,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:595 */
+ * from ops.yaml:685 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -49,7 +392,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:602 */
+ * from ops.yaml:692 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -75,7 +418,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:609 */
+ * from ops.yaml:699 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -115,7 +458,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:616 */
+ * from ops.yaml:706 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -132,7 +475,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:623 */
+ * from ops.yaml:713 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -161,7 +504,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:630 */
+ * from ops.yaml:720 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -196,7 +539,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:637 */
+ * from ops.yaml:727 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -241,7 +584,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:644; backward from derivatives.yaml:150 */
+ * from ops.yaml:734; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -283,7 +626,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:652; backward from derivatives.yaml:153 */
+ * from ops.yaml:742; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

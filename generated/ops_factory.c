@@ -10,7 +10,7 @@
 #endif
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:522 */
+ * from ops.yaml:612 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -18,7 +18,7 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:522 */
+ * from ops.yaml:612 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -50,7 +50,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:530 */
+ * from ops.yaml:620 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -58,7 +58,7 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:530 */
+ * from ops.yaml:620 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -90,7 +90,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:538 */
+ * from ops.yaml:628 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -98,7 +98,7 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:538 */
+ * from ops.yaml:628 */
 yt_tensor *
 yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
            yt_device device)
@@ -134,7 +134,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
 }
 
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:546 */
+ * from ops.yaml:636 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -159,7 +159,7 @@ yt_zeros_like(yt_tensor *self)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:553 */
+ * from ops.yaml:643 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -167,7 +167,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:553 */
+ * from ops.yaml:643 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -202,7 +202,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:561 */
+ * from ops.yaml:651 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
@@ -210,7 +210,7 @@ yt_rand(const int64_t *size, int size_len)
 }
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:561 */
+ * from ops.yaml:651 */
 yt_tensor *
 yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -245,7 +245,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:572 */
+ * from ops.yaml:662 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
@@ -253,7 +253,7 @@ yt_randn(const int64_t *size, int size_len)
 }
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:572 */
+ * from ops.yaml:662 */
 yt_tensor *
 yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {

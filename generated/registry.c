@@ -216,6 +216,46 @@ static const op_info registry[] = {
         .doc = "`self` itself (a new reference) when it is contiguous, else a contiguous copy.",
     },
     {
+        .schema =
+            "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+        .doc =
+            "2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the input when averaging; divisor_override replaces the count.",
+    },
+    {
+        .schema = "adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor",
+        .doc =
+            "2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) .. ceil((i + 1) H / oH) and the same for columns.",
+    },
+    {
+        .schema =
+            "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
+        .doc =
+            "Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.",
+    },
+    {
+        .schema =
+            "adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor",
+        .doc =
+            "Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and width).",
+    },
+    {
+        .schema =
+            "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+        .doc =
+            "Gradient of max_pool2d with respect to self: zeros with each output gradient added at its window's maximum (`indices`, i64 positions within each plane, range-checked).",
+    },
+    {
+        .schema = "max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor",
+        .doc =
+            "The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked) of max pooling: the derivative of max_pool2d's backward with respect to its gradient.",
+    },
+    {
+        .schema =
+            "max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor",
+        .doc =
+            "Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64, range-checked): the adjoint of max_pool2d_index_gather.",
+    },
+    {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
     },

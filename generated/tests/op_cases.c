@@ -3646,7 +3646,175 @@ call_contiguous_395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_396(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, true, false, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, true, true, 4);
+}
+
+static yt_tensor *
+call_avg_pool2d_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2, 2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 3, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4, 3};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2, true,
+                                  false, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_backward_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_backward_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_backward_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+call_zeros_415(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3655,7 +3823,7 @@ call_zeros_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_397(yt_tensor *const *inputs, void *ctx)
+call_ones_416(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3664,7 +3832,7 @@ call_ones_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_398(yt_tensor *const *inputs, void *ctx)
+call_full_417(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3673,7 +3841,7 @@ call_full_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_399(yt_tensor *const *inputs, void *ctx)
+call_arange_418(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3681,7 +3849,7 @@ call_arange_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_400(yt_tensor *const *inputs, void *ctx)
+call_rand_419(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3690,7 +3858,7 @@ call_rand_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_401(yt_tensor *const *inputs, void *ctx)
+error_rand_420(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3699,7 +3867,7 @@ error_rand_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_402(yt_tensor *const *inputs, void *ctx)
+call_randn_421(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3708,7 +3876,7 @@ call_randn_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_403(yt_tensor *const *inputs, void *ctx)
+error_randn_422(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3717,7 +3885,7 @@ error_randn_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_404(yt_tensor *const *inputs, void *ctx)
+call_sum_to_423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3725,7 +3893,7 @@ call_sum_to_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_405(yt_tensor *const *inputs, void *ctx)
+call_sum_to_424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5593,10 +5761,144 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:523 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_396,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:523 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_397,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:523 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_avg_pool2d_398,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:523 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_399,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:542 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_403,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:542 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_404,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:542 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_adaptive_avg_pool2d_405,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:542 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_406,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:556 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_410,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:556 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .where = "ops.yaml:569 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_backward_413,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
         .op = "zeros",
-        .where = "ops.yaml:522 sample 0",
+        .where = "ops.yaml:612 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_396,
+        .call = call_zeros_415,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5604,9 +5906,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:530 sample 0",
+        .where = "ops.yaml:620 sample 0",
         .n_inputs = 0,
-        .call = call_ones_397,
+        .call = call_ones_416,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5614,9 +5916,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:538 sample 0",
+        .where = "ops.yaml:628 sample 0",
         .n_inputs = 0,
-        .call = call_full_398,
+        .call = call_full_417,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5624,9 +5926,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:553 sample 0",
+        .where = "ops.yaml:643 sample 0",
         .n_inputs = 0,
-        .call = call_arange_399,
+        .call = call_arange_418,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5634,9 +5936,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:561 sample 0",
+        .where = "ops.yaml:651 sample 0",
         .n_inputs = 0,
-        .call = call_rand_400,
+        .call = call_rand_419,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5644,9 +5946,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:572 sample 0",
+        .where = "ops.yaml:662 sample 0",
         .n_inputs = 0,
-        .call = call_randn_402,
+        .call = call_randn_421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5654,10 +5956,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 0",
+        .where = "ops.yaml:681 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_404,
+        .call = call_sum_to_423,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5665,10 +5967,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 1",
+        .where = "ops.yaml:681 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_405,
+        .call = call_sum_to_424,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6051,18 +6353,94 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "select: ",
     },
     {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:516: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_400,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:518: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_401,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:511: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_avg_pool2d_402,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:535: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_407,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:537: len(output_size) == 1 or len(output_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_408,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:530: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_adaptive_avg_pool2d_409,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .what = "ops.yaml:548: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_backward_412,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d_backward: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .what = "ops.yaml:561: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_backward_414,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d_backward: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:566: is_floating(result_dtype)",
+        .what = "ops.yaml:656: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_401,
+        .call = error_rand_420,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:577: is_floating(result_dtype)",
+        .what = "ops.yaml:667: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_403,
+        .call = error_randn_422,
         .expect = 0,
         .expect_prefix = "randn: ",
     },

@@ -914,7 +914,92 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:522) */
+/* ---- avg_pool2d (ops.yaml:511) */
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
+ * list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the
+ * input when averaging; divisor_override replaces the count.
+ * Uses the defaults stride=[], padding=[], ceil_mode=False, count_include_pad=True, divisor_override=None; yt_avg_pool2d_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len);
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
+ * list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the
+ * input when averaging; divisor_override replaces the count.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, bool ceil_mode, bool count_include_pad,
+                                   int64_t divisor_override);
+
+/* ---- adaptive_avg_pool2d (ops.yaml:530) */
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
+ * ceil((i + 1) H / oH) and the same for columns.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
+                                         int output_size_len);
+
+/* ---- avg_pool2d_backward (ops.yaml:548) */
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
+                                         const int64_t *kernel_size, int kernel_size_len,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len, bool ceil_mode,
+                                         bool count_include_pad, int64_t divisor_override);
+
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:561) */
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
+ * width).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
+                                                  const int64_t *output_size, int output_size_len);
+
+/* ---- max_pool2d_with_indices_backward (ops.yaml:573) */
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
+ * window's maximum (`indices`, i64 positions within each plane, range-checked).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
+    yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+    const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+    const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+
+/* ---- max_pool2d_index_gather (ops.yaml:583) */
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
+ * of max pooling: the derivative of max_pool2d's backward with respect to its gradient.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
+
+/* ---- max_pool2d_index_scatter (ops.yaml:592) */
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
+ * range-checked): the adjoint of max_pool2d_index_gather.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
+                                              int self_size_len, yt_tensor *indices);
+
+/* ---- zeros (ops.yaml:612) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -929,7 +1014,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:530) */
+/* ---- ones (ops.yaml:620) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -944,7 +1029,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:538) */
+/* ---- full (ops.yaml:628) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -960,7 +1045,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:546) */
+/* ---- zeros_like (ops.yaml:636) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -968,7 +1053,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:553) */
+/* ---- arange (ops.yaml:643) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -984,7 +1069,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:561) */
+/* ---- rand (ops.yaml:651) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -999,7 +1084,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:572) */
+/* ---- randn (ops.yaml:662) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1014,7 +1099,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:585) */
+/* ---- sum_to (ops.yaml:675) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1022,7 +1107,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:595) */
+/* ---- sum_backward (ops.yaml:685) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1031,7 +1116,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:602) */
+/* ---- mean_backward (ops.yaml:692) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1040,7 +1125,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:609) */
+/* ---- amax_backward (ops.yaml:699) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1049,7 +1134,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:616) */
+/* ---- permute_backward (ops.yaml:706) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1057,7 +1142,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:623) */
+/* ---- pow_backward (ops.yaml:713) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1065,7 +1150,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:630) */
+/* ---- pow_backward_self (ops.yaml:720) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1073,7 +1158,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:637) */
+/* ---- pow_backward_exponent (ops.yaml:727) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1082,7 +1167,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:644) */
+/* ---- slice_backward (ops.yaml:734) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1092,7 +1177,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:652) */
+/* ---- select_backward (ops.yaml:742) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
