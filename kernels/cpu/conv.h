@@ -115,6 +115,17 @@ YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tens
                                                       int padding_len, const int64_t *dilation,
                                                       int dilation_len, bool ceil_mode);
 
+typedef enum { YT_CONV_FORWARD, YT_CONV_BACKWARD_INPUT, YT_CONV_BACKWARD_WEIGHT } yt__conv_kind;
+
+/* Whether yt__conv_direct handles the geometry (stride 1). */
+YT_INTERNAL bool yt__conv_direct_ok(const yt__conv_geom *g);
+/* One of the three convolutions on contiguous f32 (or f64) buffers, `nt` threads:
+ *   forward:          out = y [n, c_out, oh, ow], a = x, b = weight, bias (or NULL)
+ *   backward_input:   out = gx [n, c_in, h, w], a = gy, b = weight
+ *   backward_weight:  out = gw [c_out, c_in / groups, kh, kw], a = gy, b = x */
+YT_INTERNAL yt_status yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b,
+                                      const void *bias, const yt__conv_geom *g, bool f64, int nt);
+
 /* Below this many multiply-adds a convolution stays on one thread. */
 #define YT_CONV_PARALLEL_MACS 2000000
 

@@ -28,10 +28,8 @@
 #undef SFX
 #undef GEMM
 
-typedef enum { CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_WEIGHT } conv_kind;
-
 typedef struct conv_call {
-    conv_kind kind;
+    yt__conv_kind kind;
     const yt__conv_geom *g;
     yt_tensor *a; /* forward: input; backward: grad_output */
     yt_tensor *b; /* forward and backward_input: weight; backward_weight: input */
@@ -67,36 +65,45 @@ conv_fill(yt_tensor *target, void *ctx)
         return yt__last_status();
     }
     int nt = conv_threads(g);
+    if (yt__conv_direct_ok(g)) {
+        yt_status st =
+            yt__conv_direct(c->kind, yt__data_ptr(target), yt__data_ptr(a), yt__data_ptr(b),
+                            bias != NULL ? yt__data_ptr(bias) : NULL, g, dtype == YT_DTYPE_F64, nt);
+        yt_release(bias);
+        yt_release(b);
+        yt_release(a);
+        return st;
+    }
     int64_t kdim = g->c_in / g->groups * g->kh * g->kw, p = g->oh * g->ow;
     /* one column matrix per thread; backward_weight adds a partial gradient per extra thread */
     size_t col_bytes = (size_t)(kdim * p) * es * (size_t)nt;
     size_t part_bytes =
-        c->kind == CONV_BACKWARD_WEIGHT ? (size_t)(g->c_out * kdim) * es * (size_t)(nt - 1) : 0;
+        c->kind == YT_CONV_BACKWARD_WEIGHT ? (size_t)(g->c_out * kdim) * es * (size_t)(nt - 1) : 0;
     size_t bytes = col_bytes + part_bytes;
     char *scratch = bytes > 0 ? yt__cpu_alloc(bytes) : NULL;
     yt_status status = YT_OK;
     if (bytes > 0 && scratch == NULL) {
         status =
             yt__fail_status(YT_ERR_NOMEM, "conv2d: cannot allocate %zu bytes of scratch", bytes);
-    } else if (p > 0 || c->kind == CONV_BACKWARD_WEIGHT) {
+    } else if (p > 0 || c->kind == YT_CONV_BACKWARD_WEIGHT) {
         void *out = yt__data_ptr(target);
         const void *pa = yt__data_ptr(a), *pb = yt__data_ptr(b);
         const void *pbias = bias != NULL ? yt__data_ptr(bias) : NULL;
         bool f64 = dtype == YT_DTYPE_F64;
         switch (c->kind) {
-        case CONV_FORWARD:
+        case YT_CONV_FORWARD:
             if (f64)
                 conv_forward_f64(out, pa, pb, pbias, g, (double *)scratch, nt);
             else
                 conv_forward_f32(out, pa, pb, pbias, g, (float *)scratch, nt);
             break;
-        case CONV_BACKWARD_INPUT:
+        case YT_CONV_BACKWARD_INPUT:
             if (f64)
                 conv_backward_input_f64(out, pa, pb, g, (double *)scratch, nt);
             else
                 conv_backward_input_f32(out, pa, pb, g, (float *)scratch, nt);
             break;
-        case CONV_BACKWARD_WEIGHT:
+        case YT_CONV_BACKWARD_WEIGHT:
             if (f64)
                 conv_backward_weight_f64(out, pa, pb, g, (double *)scratch,
                                          (double *)(scratch + col_bytes), nt);
@@ -132,7 +139,7 @@ yt__cpu_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_tensor
             YT_ERR_SHAPE, "conv2d: bias must be 1-D of size out_channels=%lld, got shape %s",
             (long long)g.c_out, yt__format_sizes(buf, sizeof buf, bias->sizes, bias->dim));
     }
-    conv_call c = {CONV_FORWARD, &g, input, weight, bias};
+    conv_call c = {YT_CONV_FORWARD, &g, input, weight, bias};
     return yt__conv_into(result, conv_fill, &c);
 }
 
@@ -149,7 +156,7 @@ yt__cpu_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_tens
                            groups) != YT_OK ||
         yt__conv_check_output(&g, op, "grad_output", grad_output) != YT_OK)
         return yt__last_status();
-    conv_call c = {CONV_BACKWARD_INPUT, &g, grad_output, weight, NULL};
+    conv_call c = {YT_CONV_BACKWARD_INPUT, &g, grad_output, weight, NULL};
     return yt__conv_into(result, conv_fill, &c);
 }
 
@@ -167,6 +174,6 @@ yt__cpu_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_ten
                            groups) != YT_OK ||
         yt__conv_check_output(&g, op, "grad_output", grad_output) != YT_OK)
         return yt__last_status();
-    conv_call c = {CONV_BACKWARD_WEIGHT, &g, grad_output, input, NULL};
+    conv_call c = {YT_CONV_BACKWARD_WEIGHT, &g, grad_output, input, NULL};
     return yt__conv_into(result, conv_fill, &c);
 }
