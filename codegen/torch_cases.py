@@ -48,7 +48,7 @@ def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
             continue
         value = sample[a.name] if a.name in sample else a.default
         locals_.append(f"{a.name} = {_py_value(a, value)}")
-    free = [t.name for t in tensors if "dtype" not in sample[t.name]]
+    free = [t.name for t in tensors if sample[t.name] is not None and "dtype" not in sample[t.name]]
     dtypes = [d for d in DTYPES if all(d in op.dtypes.get(t, DTYPES) for t in free)] if free else []
     return {
         "index": index,

@@ -2697,6 +2697,297 @@ yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tenso
     return status;
 }
 
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * backward, from derivatives.yaml:198:
+ *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
+ *   bias: conv2d_backward_bias(grad)
+ */
+typedef struct conv2d_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: input */
+    yt_shape input_shape;  /* used by: input */
+    yt_int_list stride;    /* used by: input, weight */
+    yt_int_list padding;   /* used by: input, weight */
+    yt_int_list dilation;  /* used by: input, weight */
+    int64_t groups;        /* used by: input, weight */
+    yt_saved input;        /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_node;
+
+static yt_status
+conv2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] = yt_conv2d_backward_input(grads[0], weight, node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_conv2d_backward_weight(grads[0], input, node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        out[2] = yt_conv2d_backward_bias(grads[0]);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_release_saved(yt_node *node_)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->input);
+}
+
+static const yt_node_kind conv2d_node_kind = {
+    .name = "Conv2dBackward",
+    .op_name = "conv2d",
+    .size = sizeof(conv2d_node),
+    .backward = conv2d_backward,
+    .release_saved = conv2d_release_saved,
+};
+
+yt_status
+yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+                  const int64_t *dilation, int dilation_len, int64_t groups)
+{
+    conv2d_node *node = (conv2d_node *)yt__node_new(&conv2d_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, input);
+    yt__node_set_edge(&node->base, 1, weight);
+    yt__node_set_edge(&node->base, 2, bias);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:203:
+ *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_input_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: grad_output */
+    yt_int_list stride;    /* used by: grad_output, weight */
+    yt_int_list padding;   /* used by: grad_output, weight */
+    yt_int_list dilation;  /* used by: grad_output, weight */
+    int64_t groups;        /* used by: grad_output, weight */
+    yt_saved grad_output;  /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_backward_input_node;
+
+static yt_status
+conv2d_backward_input_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] =
+            yt_conv2d_ex(grads[0], weight, NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_weight(grad_output, grads[0], node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_input_release_saved(yt_node *node_)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_input_node_kind = {
+    .name = "Conv2dBackwardInputBackward",
+    .op_name = "conv2d_backward_input",
+    .size = sizeof(conv2d_backward_input_node),
+    .backward = conv2d_backward_input_backward,
+    .release_saved = conv2d_backward_input_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight,
+                                 const int64_t *stride, int stride_len, const int64_t *padding,
+                                 int padding_len, const int64_t *dilation, int dilation_len,
+                                 int64_t groups)
+{
+    conv2d_backward_input_node *node =
+        (conv2d_backward_input_node *)yt__node_new(&conv2d_backward_input_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:207:
+ *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
+ *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_weight_node {
+    yt_node base;         /* must be first */
+    yt_saved input;       /* used by: grad_output */
+    yt_int_list stride;   /* used by: grad_output, input */
+    yt_int_list padding;  /* used by: grad_output, input */
+    yt_int_list dilation; /* used by: grad_output, input */
+    int64_t groups;       /* used by: grad_output, input */
+    yt_saved grad_output; /* used by: input */
+    yt_shape input_shape; /* used by: input */
+} conv2d_backward_weight_node;
+
+static yt_status
+conv2d_backward_weight_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[0] =
+            yt_conv2d_ex(input, grads[0], NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_input(grad_output, grads[0], node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_weight_release_saved(yt_node *node_)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_weight_node_kind = {
+    .name = "Conv2dBackwardWeightBackward",
+    .op_name = "conv2d_backward_weight",
+    .size = sizeof(conv2d_backward_weight_node),
+    .backward = conv2d_backward_weight_backward,
+    .release_saved = conv2d_backward_weight_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_tensor *input,
+                                  const int64_t *stride, int stride_len, const int64_t *padding,
+                                  int padding_len, const int64_t *dilation, int dilation_len,
+                                  int64_t groups)
+{
+    conv2d_backward_weight_node *node =
+        (conv2d_backward_weight_node *)yt__node_new(&conv2d_backward_weight_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, input);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)

@@ -85,6 +85,20 @@ YT_INTERNAL yt_status yt__record_max_pool2d_index_gather(yt_tensor *result, yt_t
                                                          yt_tensor *indices);
 YT_INTERNAL yt_status yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
                                                           yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                        yt_tensor *bias, const int64_t *stride, int stride_len,
+                                        const int64_t *padding, int padding_len,
+                                        const int64_t *dilation, int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *weight, const int64_t *stride,
+                                                       int stride_len, const int64_t *padding,
+                                                       int padding_len, const int64_t *dilation,
+                                                       int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *input, const int64_t *stride,
+                                                        int stride_len, const int64_t *padding,
+                                                        int padding_len, const int64_t *dilation,
+                                                        int dilation_len, int64_t groups);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

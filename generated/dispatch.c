@@ -174,6 +174,18 @@ const yt__max_pool2d_index_scatter_kernel_fn yt__max_pool2d_index_scatter_kernel
         [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_scatter,
 };
 
+const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d,
+};
+
+const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_input,
+};
+
+const yt__conv2d_backward_weight_kernel_fn yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_weight,
+};
+
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_zeros,
 };

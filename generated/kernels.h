@@ -243,6 +243,42 @@ YT_INTERNAL yt_status yt__cpu_max_pool2d_index_scatter(yt_tensor *result, yt_ten
                                                        const int64_t *self_size, int self_size_len,
                                                        yt_tensor *indices);
 
+typedef yt_status (*yt__conv2d_kernel_fn)(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                          yt_tensor *bias, const int64_t *stride, int stride_len,
+                                          const int64_t *padding, int padding_len,
+                                          const int64_t *dilation, int dilation_len,
+                                          int64_t groups);
+extern const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                     yt_tensor *bias, const int64_t *stride, int stride_len,
+                                     const int64_t *padding, int padding_len,
+                                     const int64_t *dilation, int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_input_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+    int input_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *weight, const int64_t *input_size,
+                                                    int input_size_len, const int64_t *stride,
+                                                    int stride_len, const int64_t *padding,
+                                                    int padding_len, const int64_t *dilation,
+                                                    int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_weight_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+    int weight_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_weight_kernel_fn
+    yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_tensor *input, const int64_t *weight_size,
+                                                     int weight_size_len, const int64_t *stride,
+                                                     int stride_len, const int64_t *padding,
+                                                     int padding_len, const int64_t *dilation,
+                                                     int dilation_len, int64_t groups);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -315,6 +351,26 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len,
+                                            const int64_t *dilation, int dilation_len,
+                                            int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv_transpose2d(
+    yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride, int stride_len,
+    const int64_t *padding, int padding_len, const int64_t *output_padding, int output_padding_len,
+    int64_t groups, const int64_t *dilation, int dilation_len);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_backward_bias(yt_tensor *grad_output);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

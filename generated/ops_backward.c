@@ -12,7 +12,7 @@
 #endif
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * from ops.yaml:548; backward from derivatives.yaml:180 */
+ * from ops.yaml:549; backward from derivatives.yaml:180 */
 yt_tensor *
 yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
                        int kernel_size_len, const int64_t *stride, int stride_len,
@@ -89,7 +89,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:561; backward from derivatives.yaml:184 */
+ * from ops.yaml:562; backward from derivatives.yaml:184 */
 yt_tensor *
 yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
                                 int output_size_len)
@@ -154,7 +154,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * from ops.yaml:573; backward from derivatives.yaml:188 */
+ * from ops.yaml:574; backward from derivatives.yaml:188 */
 yt_tensor *
 yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
                                     const int64_t *kernel_size, int kernel_size_len,
@@ -253,7 +253,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * from ops.yaml:583; backward from derivatives.yaml:192 */
+ * from ops.yaml:584; backward from derivatives.yaml:192 */
 yt_tensor *
 yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 {
@@ -300,7 +300,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * from ops.yaml:592; backward from derivatives.yaml:195 */
+ * from ops.yaml:593; backward from derivatives.yaml:195 */
 yt_tensor *
 yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
                             yt_tensor *indices)
@@ -354,8 +354,193 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
     return yt__scope_track(result);
 }
 
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:702; backward from derivatives.yaml:203 */
+yt_tensor *
+yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+                         int input_size_len, const int64_t *stride, int stride_len,
+                         const int64_t *padding, int padding_len, const int64_t *dilation,
+                         int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_input", "grad_output"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d_backward_input", "weight"); /* keeps an earlier error */
+    if (input_size_len < 0 || input_size_len > YT_MAX_DIM ||
+        (input_size == NULL && input_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: input_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            input_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_input: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_input: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_input", "input_size", input_size,
+                             input_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_input_kernel_fn kernel = yt__conv2d_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, weight};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, weight, input_size, input_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_input(result, grad_output, weight, stride, stride_len, padding,
+                                         padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:715; backward from derivatives.yaml:207 */
+yt_tensor *
+yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+                          int weight_size_len, const int64_t *stride, int stride_len,
+                          const int64_t *padding, int padding_len, const int64_t *dilation,
+                          int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_weight", "grad_output"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("conv2d_backward_weight", "input"); /* keeps an earlier error */
+    if (weight_size_len < 0 || weight_size_len > YT_MAX_DIM ||
+        (weight_size == NULL && weight_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: weight_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_weight: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (input->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_weight: input is on %s but grad_output is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_output->device));
+    if (input->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_weight", "weight_size", weight_size,
+                             weight_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_weight_kernel_fn kernel = yt__conv2d_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_weight(result, grad_output, input, stride, stride_len, padding,
+                                          padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * from ops.yaml:728 */
+yt_tensor *
+yt_conv2d_backward_bias(yt_tensor *grad_output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_bias", "grad_output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_bias: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!((grad_output->dim == 3 || grad_output->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv2d_backward_bias: expected grad_output.dim == 3 or grad_output.dim == 4, got grad_output.dim=%d",
+            grad_output->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv2d_backward_bias(grad_output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:675 */
+ * from ops.yaml:816 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -372,7 +557,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:686 */
+ * from ops.yaml:827 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -394,7 +579,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:693 */
+ * from ops.yaml:834 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -420,7 +605,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:700 */
+ * from ops.yaml:841 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -460,7 +645,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:707 */
+ * from ops.yaml:848 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -477,7 +662,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:714 */
+ * from ops.yaml:855 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -506,7 +691,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:721 */
+ * from ops.yaml:862 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -541,7 +726,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:728 */
+ * from ops.yaml:869 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -586,7 +771,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:735; backward from derivatives.yaml:150 */
+ * from ops.yaml:876; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -628,7 +813,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:743; backward from derivatives.yaml:153 */
+ * from ops.yaml:884; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -139,3 +139,389 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
     }
     return yt__scope_track(result);
 }
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:602; backward from derivatives.yaml:198 */
+yt_tensor *
+yt_conv2d(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv2d_ex(input, weight, NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:602; backward from derivatives.yaml:198 */
+yt_tensor *
+yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+             int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
+             int dilation_len, int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv2d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+                        padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    yt_dtype compute_dtype = input->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!((input->dim == 3 || input->dim == 4)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv2d: expected input.dim == 3 or input.dim == 4, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "conv2d: weight must be 4-D, got %d-D", weight->dim);
+    if (!(groups > 0))
+        return yt__fail(YT_ERR_VALUE, "conv2d: expected groups > 0, got groups=%lld",
+                        (long long)groups);
+    yt_shape result_shape;
+    if (yt__shape_conv2d(&result_shape, "conv2d", input, weight, stride, stride_len, padding,
+                         padding_len, dilation, dilation_len, groups) != YT_OK)
+        return NULL;
+    yt_device result_device = input->device;
+    yt__conv2d_kernel_fn kernel = yt__conv2d_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {input, weight, bias};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, input, weight, bias, stride, stride_len, padding,
+                                    padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_conv2d(result, input, weight, bias, stride, stride_len, padding,
+                                       padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:625 */
+yt_tensor *
+yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv2d_padding_ex(input, weight, NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:625 */
+yt_tensor *
+yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+                     int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
+                     int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv2d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding == NULL)
+        padding = "valid";
+    else if (strcmp(padding, "valid") == 0)
+        padding = "valid";
+    else if (strcmp(padding, "same") == 0)
+        padding = "same";
+    else
+        return yt__fail(YT_ERR_VALUE, "conv2d: padding must be one of 'valid', 'same', got '%s'",
+                        padding);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv2d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv2d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 3 || input->dim == 4)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv2d: expected input.dim == 3 or input.dim == 4, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "conv2d: weight must be 4-D, got %d-D", weight->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv2d_padding(input, weight, bias, stride, stride_len,
+                                                     padding, dilation, dilation_len, groups);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:644 */
+yt_tensor *
+yt_conv1d(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv1d_ex(input, weight, NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:644 */
+yt_tensor *
+yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+             int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
+             int dilation_len, int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv1d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv1d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+                        padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 2 || input->dim == 3)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv1d: expected input.dim == 2 or input.dim == 3, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "conv1d: weight must be 3-D, got %d-D", weight->dim);
+    if (!((stride_len <= 1 && padding_len <= 1 && dilation_len <= 1)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv1d: expected len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1, got len(stride)=%d, len(padding)=%d, len(dilation)=%d",
+            stride_len, padding_len, dilation_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv1d(input, weight, bias, stride, stride_len, padding,
+                                             padding_len, dilation, dilation_len, groups);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:664 */
+yt_tensor *
+yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv1d_padding_ex(input, weight, NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * from ops.yaml:664 */
+yt_tensor *
+yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+                     int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
+                     int64_t groups)
+{
+    if (input == NULL)
+        return yt__null_arg("conv1d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv1d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding == NULL)
+        padding = "valid";
+    else if (strcmp(padding, "valid") == 0)
+        padding = "valid";
+    else if (strcmp(padding, "same") == 0)
+        padding = "same";
+    else
+        return yt__fail(YT_ERR_VALUE, "conv1d: padding must be one of 'valid', 'same', got '%s'",
+                        padding);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "conv1d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv1d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv1d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 2 || input->dim == 3)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "conv1d: expected input.dim == 2 or input.dim == 3, got input.dim=%d",
+                        input->dim);
+    if (!(weight->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "conv1d: weight must be 3-D, got %d-D", weight->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv1d_padding(input, weight, bias, stride, stride_len,
+                                                     padding, dilation, dilation_len, groups);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * from ops.yaml:681 */
+yt_tensor *
+yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
+{
+    return yt_conv_transpose2d_ex(input, weight, NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL, 0);
+}
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * from ops.yaml:681 */
+yt_tensor *
+yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
+                       int stride_len, const int64_t *padding, int padding_len,
+                       const int64_t *output_padding, int output_padding_len, int64_t groups,
+                       const int64_t *dilation, int dilation_len)
+{
+    if (input == NULL)
+        return yt__null_arg("conv_transpose2d", "input"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv_transpose2d", "weight"); /* keeps an earlier error */
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (output_padding_len < 0 || output_padding_len > YT_MAX_DIM ||
+        (output_padding == NULL && output_padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: output_padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv_transpose2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (bias != NULL && !(YT_DTYPE_BIT(bias->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: bias has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(bias->dtype));
+    if (weight->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv_transpose2d: weight is on %s but input is on %s",
+                        yt_device_name(weight->device), yt_device_name(input->device));
+    if (bias != NULL && bias->device != input->device)
+        return yt__fail(YT_ERR_DEVICE, "conv_transpose2d: bias is on %s but input is on %s",
+                        yt_device_name(bias->device), yt_device_name(input->device));
+    if (weight->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv_transpose2d: weight has dtype %s but input has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(input->dtype));
+    if (bias != NULL && bias->dtype != input->dtype)
+        return yt__fail(YT_ERR_DTYPE, "conv_transpose2d: bias has dtype %s but input has dtype %s",
+                        yt_dtype_name(bias->dtype), yt_dtype_name(input->dtype));
+    if (!((input->dim == 3 || input->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv_transpose2d: expected input.dim == 3 or input.dim == 4, got input.dim=%d",
+            input->dim);
+    if (!(weight->dim == 4))
+        return yt__fail(YT_ERR_SHAPE, "conv_transpose2d: weight must be 4-D, got %d-D",
+                        weight->dim);
+    if (!(groups > 0))
+        return yt__fail(YT_ERR_VALUE, "conv_transpose2d: expected groups > 0, got groups=%lld",
+                        (long long)groups);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv_transpose2d(
+        input, weight, bias, stride, stride_len, padding, padding_len, output_padding,
+        output_padding_len, groups, dilation, dilation_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}

@@ -256,6 +256,52 @@ static const op_info registry[] = {
             "Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64, range-checked): the adjoint of max_pool2d_index_gather.",
     },
     {
+        .schema =
+            "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor",
+        .doc =
+            "2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out, C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value for both, or none for the default (stride 1, padding 0, dilation 1).",
+    },
+    {
+        .schema =
+            "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding=\"valid\", int[2] dilation=[], int groups=1) -> Tensor",
+        .doc =
+            "conv2d with padding \"valid\" (none) or \"same\" (the output has the input's size; stride must be 1; an odd total padding puts the extra row/column at the bottom/right, as PyTorch).",
+    },
+    {
+        .schema =
+            "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor",
+        .doc =
+            "1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus bias (conv2d over a height of 1).",
+    },
+    {
+        .schema =
+            "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding=\"valid\", int[1] dilation=[], int groups=1) -> Tensor",
+        .doc = "conv1d with padding \"valid\" or \"same\" (see conv2d.padding).",
+    },
+    {
+        .schema =
+            "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor",
+        .doc =
+            "2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in, H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride) adds rows/columns at the bottom/right.",
+    },
+    {
+        .schema =
+            "conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+        .doc =
+            "Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of grad_output with weight.",
+    },
+    {
+        .schema =
+            "conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+        .doc =
+            "Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.",
+    },
+    {
+        .schema = "conv2d_backward_bias(Tensor grad_output) -> Tensor",
+        .doc =
+            "Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel dim (-3).",
+    },
+    {
         .schema = "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         .doc = "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",
     },

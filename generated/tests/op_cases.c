@@ -3814,7 +3814,381 @@ error_adaptive_avg_pool2d_backward_414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_415(yt_tensor *const *inputs, void *ctx)
+call_conv2d_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2, dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t padding[] = {1, 0};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, padding, 2, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
+}
+
+static yt_tensor *
+error_conv2d_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {3, 1};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_padding_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], stride, 1, "valid", NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
+                                1);
+}
+
+static yt_tensor *
+error_conv2d_padding_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    static const int64_t dilation[] = {3};
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, dilation, 1, 2);
+}
+
+static yt_tensor *
+call_conv1d_433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 1};
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_padding_438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
+                                dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+call_conv_transpose2d_443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv_transpose2d_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 3};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t output_padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2,
+                                  output_padding, 2, 2, dilation, 2);
+}
+
+static yt_tensor *
+call_conv_transpose2d_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 4, 7, 6};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_input_452(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {6, 2, 3, 3};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_weight_455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_456(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_459(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_zeros_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3823,7 +4197,7 @@ call_zeros_415(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_416(yt_tensor *const *inputs, void *ctx)
+call_ones_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3832,7 +4206,7 @@ call_ones_416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_417(yt_tensor *const *inputs, void *ctx)
+call_full_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3841,7 +4215,7 @@ call_full_417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_418(yt_tensor *const *inputs, void *ctx)
+call_arange_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3849,7 +4223,7 @@ call_arange_418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_419(yt_tensor *const *inputs, void *ctx)
+call_rand_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3858,7 +4232,7 @@ call_rand_419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_420(yt_tensor *const *inputs, void *ctx)
+error_rand_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3867,7 +4241,7 @@ error_rand_420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_421(yt_tensor *const *inputs, void *ctx)
+call_randn_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3876,7 +4250,7 @@ call_randn_421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_422(yt_tensor *const *inputs, void *ctx)
+error_randn_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3885,7 +4259,7 @@ error_randn_422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_423(yt_tensor *const *inputs, void *ctx)
+call_sum_to_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3893,7 +4267,7 @@ call_sum_to_423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_424(yt_tensor *const *inputs, void *ctx)
+call_sum_to_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -5858,7 +6232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:556 sample 0",
+        .where = "ops.yaml:557 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -5871,7 +6245,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:556 sample 1",
+        .where = "ops.yaml:557 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
@@ -5883,7 +6257,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:569 sample 0",
+        .where = "ops.yaml:570 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -5895,10 +6269,308 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "conv2d",
+        .where = "ops.yaml:617 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:617 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:617 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:617 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight",
+                      .dim = 4,
+                      .sizes = {3, 2, 2, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_418,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:617 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_419,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:638 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:638 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_425,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:638 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_426,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:658 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:658 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:658 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d.padding",
+        .where = "ops.yaml:677 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_padding_438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:695 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_443,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:695 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_444,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:695 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {3, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_445,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:710 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_450,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:710 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_451,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:723 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_453,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:723 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_454,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:737 sample 0",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_456,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:737 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_457,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "zeros",
-        .where = "ops.yaml:612 sample 0",
+        .where = "ops.yaml:753 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_415,
+        .call = call_zeros_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5906,9 +6578,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:620 sample 0",
+        .where = "ops.yaml:761 sample 0",
         .n_inputs = 0,
-        .call = call_ones_416,
+        .call = call_ones_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5916,9 +6588,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:628 sample 0",
+        .where = "ops.yaml:769 sample 0",
         .n_inputs = 0,
-        .call = call_full_417,
+        .call = call_full_462,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5926,9 +6598,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:643 sample 0",
+        .where = "ops.yaml:784 sample 0",
         .n_inputs = 0,
-        .call = call_arange_418,
+        .call = call_arange_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5936,9 +6608,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:651 sample 0",
+        .where = "ops.yaml:792 sample 0",
         .n_inputs = 0,
-        .call = call_rand_419,
+        .call = call_rand_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5946,9 +6618,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:662 sample 0",
+        .where = "ops.yaml:803 sample 0",
         .n_inputs = 0,
-        .call = call_randn_421,
+        .call = call_randn_466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5956,10 +6628,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:681 sample 0",
+        .where = "ops.yaml:822 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_423,
+        .call = call_sum_to_468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5967,10 +6639,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:681 sample 1",
+        .where = "ops.yaml:822 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_424,
+        .call = call_sum_to_469,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6408,7 +7080,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:548: dtype of grad_output",
+        .what = "ops.yaml:549: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
@@ -6419,7 +7091,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:561: dtype of grad_output",
+        .what = "ops.yaml:562: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
@@ -6429,18 +7101,273 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
+        .op = "conv2d",
+        .what = "ops.yaml:608: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_420,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:610: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_421,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:612: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_422,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:602: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_423,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:632: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_427,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:634: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_428,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:625: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_429,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:625: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_430,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:650: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_434,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:652: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_435,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:654: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_436,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:644: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_437,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:671: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_439,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:673: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_440,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:664: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_441,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:664: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_442,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:687: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_446,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:689: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_447,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:691: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_448,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:681: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv_transpose2d_449,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv2d_backward_input",
+        .what = "ops.yaml:702: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_input_452,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_input: ",
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .what = "ops.yaml:715: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_weight_455,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_weight: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:733: grad_output.dim == 3 or grad_output.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_bias_458,
+        .expect = 0,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:728: dtype of grad_output",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_conv2d_backward_bias_459,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:656: is_floating(result_dtype)",
+        .what = "ops.yaml:797: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_420,
+        .call = error_rand_465,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:667: is_floating(result_dtype)",
+        .what = "ops.yaml:808: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_422,
+        .call = error_randn_467,
         .expect = 0,
         .expect_prefix = "randn: ",
     },

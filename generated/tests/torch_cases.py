@@ -971,29 +971,29 @@ def case_164(self):
 def case_165(self):
     """adaptive_avg_pool2d (ops.yaml:542 sample 0)"""
     output_size = [3, 2]
-    return torch.ops.aten.adaptive_avg_pool2d(self, output_size)
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_166(self):
     """adaptive_avg_pool2d (ops.yaml:542 sample 1)"""
     output_size = [4]
-    return torch.ops.aten.adaptive_avg_pool2d(self, output_size)
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_167(self):
     """adaptive_avg_pool2d (ops.yaml:542 sample 2)"""
     output_size = [4, 3]
-    return torch.ops.aten.adaptive_avg_pool2d(self, output_size)
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_168(self):
     """adaptive_avg_pool2d (ops.yaml:542 sample 3)"""
     output_size = [2, 2]
-    return torch.ops.aten.adaptive_avg_pool2d(self, output_size)
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_169(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:556 sample 0)"""
+    """avg_pool2d_backward (ops.yaml:557 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -1004,7 +1004,7 @@ def case_169(grad_output, self):
 
 
 def case_170(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:556 sample 1)"""
+    """avg_pool2d_backward (ops.yaml:557 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -1015,29 +1015,217 @@ def case_170(grad_output, self):
 
 
 def case_171(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:569 sample 0)"""
+    """adaptive_avg_pool2d_backward (ops.yaml:570 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_172():
-    """zeros (ops.yaml:612 sample 0)"""
+def case_172(input, weight, bias):
+    """conv2d (ops.yaml:617 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_173(input, weight, bias):
+    """conv2d (ops.yaml:617 sample 1)"""
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_174(input, weight, bias):
+    """conv2d (ops.yaml:617 sample 2)"""
+    stride = [2]
+    padding = [1]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_175(input, weight, bias):
+    """conv2d (ops.yaml:617 sample 3)"""
+    stride = []
+    padding = [1, 0]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_176(input, weight, bias):
+    """conv2d (ops.yaml:617 sample 4)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_177(input, weight, bias):
+    """conv2d.padding (ops.yaml:638 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_178(input, weight, bias):
+    """conv2d.padding (ops.yaml:638 sample 1)"""
+    stride = []
+    padding = 'same'
+    dilation = [3, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_179(input, weight, bias):
+    """conv2d.padding (ops.yaml:638 sample 2)"""
+    stride = [2]
+    padding = 'valid'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_180(input, weight, bias):
+    """conv1d (ops.yaml:658 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_181(input, weight, bias):
+    """conv1d (ops.yaml:658 sample 1)"""
+    stride = [2]
+    padding = [1]
+    dilation = [3]
+    groups = 2
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_182(input, weight, bias):
+    """conv1d (ops.yaml:658 sample 2)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_183(input, weight, bias):
+    """conv1d.padding (ops.yaml:677 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = [1]
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_184(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:695 sample 0)"""
+    stride = []
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_185(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:695 sample 1)"""
+    stride = [2, 3]
+    padding = [1, 2]
+    output_padding = [1, 2]
+    groups = 2
+    dilation = [1, 2]
+    return (lambda f: f(input.float(), weight.float(), bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_186(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:695 sample 2)"""
+    stride = [2]
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_187(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:710 sample 0)"""
+    input_size = [2, 3, 6, 5]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_188(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:710 sample 1)"""
+    input_size = [2, 4, 7, 6]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_189(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:723 sample 0)"""
+    weight_size = [4, 3, 3, 2]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_190(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:723 sample 1)"""
+    weight_size = [6, 2, 3, 3]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_191(grad_output):
+    """conv2d_backward_bias (ops.yaml:737 sample 0)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_192(grad_output):
+    """conv2d_backward_bias (ops.yaml:737 sample 1)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_193():
+    """zeros (ops.yaml:753 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_173():
-    """ones (ops.yaml:620 sample 0)"""
+def case_194():
+    """ones (ops.yaml:761 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_174():
-    """full (ops.yaml:628 sample 0)"""
+def case_195():
+    """full (ops.yaml:769 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1045,8 +1233,8 @@ def case_174():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_175():
-    """arange (ops.yaml:643 sample 0)"""
+def case_196():
+    """arange (ops.yaml:784 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1055,30 +1243,30 @@ def case_175():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_176():
-    """rand (ops.yaml:651 sample 0)"""
+def case_197():
+    """rand (ops.yaml:792 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_177():
-    """randn (ops.yaml:662 sample 0)"""
+def case_198():
+    """randn (ops.yaml:803 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_178(self):
-    """sum_to (ops.yaml:681 sample 0)"""
+def case_199(self):
+    """sum_to (ops.yaml:822 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_179(self):
-    """sum_to (ops.yaml:681 sample 1)"""
+def case_200(self):
+    """sum_to (ops.yaml:822 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1591,37 +1779,100 @@ CASES = [
     dict(op="adaptive_avg_pool2d", where="ops.yaml:542 sample 3", fn=case_168, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:556 sample 0", fn=case_169, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:557 sample 0", fn=case_169, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:556 sample 1", fn=case_170, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:557 sample 1", fn=case_170, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:569 sample 0", fn=case_171, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:570 sample 0", fn=case_171, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:612 sample 0", fn=case_172, tensors=[],
+    dict(op="conv2d", where="ops.yaml:617 sample 0", fn=case_172, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:617 sample 1", fn=case_173, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:617 sample 2", fn=case_174, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:617 sample 3", fn=case_175, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:617 sample 4", fn=case_176, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:638 sample 0", fn=case_177, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:638 sample 1", fn=case_178, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:638 sample 2", fn=case_179, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:658 sample 0", fn=case_180, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:658 sample 1", fn=case_181, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:658 sample 2", fn=case_182, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d.padding", where="ops.yaml:677 sample 0", fn=case_183, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:695 sample 0", fn=case_184, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:695 sample 1", fn=case_185, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:695 sample 2", fn=case_186, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:710 sample 0", fn=case_187, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:710 sample 1", fn=case_188, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:723 sample 0", fn=case_189, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:723 sample 1", fn=case_190, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:737 sample 0", fn=case_191, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:737 sample 1", fn=case_192, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="zeros", where="ops.yaml:753 sample 0", fn=case_193, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:620 sample 0", fn=case_173, tensors=[],
+    dict(op="ones", where="ops.yaml:761 sample 0", fn=case_194, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:628 sample 0", fn=case_174, tensors=[],
+    dict(op="full", where="ops.yaml:769 sample 0", fn=case_195, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:643 sample 0", fn=case_175, tensors=[],
+    dict(op="arange", where="ops.yaml:784 sample 0", fn=case_196, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:651 sample 0", fn=case_176, tensors=[],
+    dict(op="rand", where="ops.yaml:792 sample 0", fn=case_197, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:662 sample 0", fn=case_177, tensors=[],
+    dict(op="randn", where="ops.yaml:803 sample 0", fn=case_198, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:681 sample 0", fn=case_178, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:822 sample 0", fn=case_199, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:681 sample 1", fn=case_179, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:822 sample 1", fn=case_200, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
 ]

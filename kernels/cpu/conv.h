@@ -90,24 +90,8 @@ YT_INTERNAL void yt__conv_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_
                                    const double *b, int64_t rsb, int64_t csb, double beta,
                                    double *c, int64_t rsc, int64_t csc);
 
-/* Kernels of the ops whose schemas need generator features still being added (Tensor?, several
- * results); generated/kernels.h declares them too once ops.yaml lists them. */
-YT_INTERNAL yt_status yt__cpu_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
-                                     yt_tensor *bias, const int64_t *stride, int stride_len,
-                                     const int64_t *padding, int padding_len,
-                                     const int64_t *dilation, int dilation_len, int64_t groups);
-YT_INTERNAL yt_status yt__cpu_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
-                                                    yt_tensor *weight, const int64_t *input_size,
-                                                    int input_size_len, const int64_t *stride,
-                                                    int stride_len, const int64_t *padding,
-                                                    int padding_len, const int64_t *dilation,
-                                                    int dilation_len, int64_t groups);
-YT_INTERNAL yt_status yt__cpu_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
-                                                     yt_tensor *input, const int64_t *weight_size,
-                                                     int weight_size_len, const int64_t *stride,
-                                                     int stride_len, const int64_t *padding,
-                                                     int padding_len, const int64_t *dilation,
-                                                     int dilation_len, int64_t groups);
+/* The kernel of max_pool2d_with_indices, whose schema (two results) needs a generator feature
+ * still being added; generated/kernels.h declares it once ops.yaml lists it. */
 YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices,
                                                       yt_tensor *self, const int64_t *kernel_size,
                                                       int kernel_size_len, const int64_t *stride,

@@ -949,7 +949,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
 YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
                                          int output_size_len);
 
-/* ---- avg_pool2d_backward (ops.yaml:548) */
+/* ---- avg_pool2d_backward (ops.yaml:549) */
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
  * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
@@ -961,7 +961,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
                                          const int64_t *padding, int padding_len, bool ceil_mode,
                                          bool count_include_pad, int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d_backward (ops.yaml:561) */
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:562) */
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
  * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
@@ -971,7 +971,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
 YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
                                                   const int64_t *output_size, int output_size_len);
 
-/* ---- max_pool2d_with_indices_backward (ops.yaml:573) */
+/* ---- max_pool2d_with_indices_backward (ops.yaml:574) */
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
  * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
@@ -983,7 +983,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
     const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
     const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
 
-/* ---- max_pool2d_index_gather (ops.yaml:583) */
+/* ---- max_pool2d_index_gather (ops.yaml:584) */
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
  * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
@@ -992,7 +992,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
 
-/* ---- max_pool2d_index_scatter (ops.yaml:592) */
+/* ---- max_pool2d_index_scatter (ops.yaml:593) */
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
  * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
@@ -1002,7 +1002,144 @@ YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices
 YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
                                               int self_size_len, yt_tensor *indices);
 
-/* ---- zeros (ops.yaml:612) */
+/* ---- conv2d (ops.yaml:602) */
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
+ * C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value
+ * for both, or none for the default (stride 1, padding 0, dilation 1).
+ * Uses the defaults bias=None, stride=[], padding=[], dilation=[], groups=1; yt_conv2d_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d(yt_tensor *input, yt_tensor *weight);
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
+ * C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value
+ * for both, or none for the default (stride 1, padding 0, dilation 1).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, const int64_t *dilation, int dilation_len,
+                               int64_t groups);
+
+/* ---- conv2d.padding (ops.yaml:625) */
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
+ * an odd total padding puts the extra row/column at the bottom/right, as PyTorch).
+ * Uses the defaults bias=None, stride=[], padding=valid, dilation=[], groups=1; yt_conv2d_padding_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_padding(yt_tensor *input, yt_tensor *weight);
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
+ * an odd total padding puts the extra row/column at the bottom/right, as PyTorch).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                       const int64_t *stride, int stride_len, const char *padding,
+                                       const int64_t *dilation, int dilation_len, int64_t groups);
+
+/* ---- conv1d (ops.yaml:644) */
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
+ * bias (conv2d over a height of 1).
+ * Uses the defaults bias=None, stride=[], padding=[], dilation=[], groups=1; yt_conv1d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d(yt_tensor *input, yt_tensor *weight);
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
+ * bias (conv2d over a height of 1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, const int64_t *dilation, int dilation_len,
+                               int64_t groups);
+
+/* ---- conv1d.padding (ops.yaml:664) */
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * conv1d with padding "valid" or "same" (see conv2d.padding).
+ * Uses the defaults bias=None, stride=[], padding=valid, dilation=[], groups=1; yt_conv1d_padding_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_padding(yt_tensor *input, yt_tensor *weight);
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * conv1d with padding "valid" or "same" (see conv2d.padding).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                       const int64_t *stride, int stride_len, const char *padding,
+                                       const int64_t *dilation, int dilation_len, int64_t groups);
+
+/* ---- conv_transpose2d.input (ops.yaml:681) */
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
+ * adds rows/columns at the bottom/right.
+ * Uses the defaults bias=None, stride=[], padding=[], output_padding=[], groups=1, dilation=[]; yt_conv_transpose2d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight);
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
+ * adds rows/columns at the bottom/right.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len,
+                                         const int64_t *output_padding, int output_padding_len,
+                                         int64_t groups, const int64_t *dilation, int dilation_len);
+
+/* ---- conv2d_backward_input (ops.yaml:702) */
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
+ * grad_output with weight.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight,
+                                           const int64_t *input_size, int input_size_len,
+                                           const int64_t *stride, int stride_len,
+                                           const int64_t *padding, int padding_len,
+                                           const int64_t *dilation, int dilation_len,
+                                           int64_t groups);
+
+/* ---- conv2d_backward_weight (ops.yaml:715) */
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input,
+                                            const int64_t *weight_size, int weight_size_len,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len,
+                                            const int64_t *dilation, int dilation_len,
+                                            int64_t groups);
+
+/* ---- conv2d_backward_bias (ops.yaml:728) */
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
+ * dim (-3).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
+
+/* ---- zeros (ops.yaml:753) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1017,7 +1154,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:620) */
+/* ---- ones (ops.yaml:761) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1032,7 +1169,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:628) */
+/* ---- full (ops.yaml:769) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
@@ -1048,7 +1185,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:636) */
+/* ---- zeros_like (ops.yaml:777) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1056,7 +1193,7 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:643) */
+/* ---- arange (ops.yaml:784) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
@@ -1072,7 +1209,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:651) */
+/* ---- rand (ops.yaml:792) */
 
 /* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
@@ -1087,7 +1224,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:662) */
+/* ---- randn (ops.yaml:803) */
 
 /* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from the default generator (see yt_manual_seed).
@@ -1102,7 +1239,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:675) */
+/* ---- sum_to (ops.yaml:816) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1110,7 +1247,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:686) */
+/* ---- sum_backward (ops.yaml:827) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1119,7 +1256,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:693) */
+/* ---- mean_backward (ops.yaml:834) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1128,7 +1265,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:700) */
+/* ---- amax_backward (ops.yaml:841) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1137,7 +1274,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:707) */
+/* ---- permute_backward (ops.yaml:848) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1145,7 +1282,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:714) */
+/* ---- pow_backward (ops.yaml:855) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1153,7 +1290,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:721) */
+/* ---- pow_backward_self (ops.yaml:862) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1161,7 +1298,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:728) */
+/* ---- pow_backward_exponent (ops.yaml:869) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1170,7 +1307,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:735) */
+/* ---- slice_backward (ops.yaml:876) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1180,7 +1317,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:743) */
+/* ---- select_backward (ops.yaml:884) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
