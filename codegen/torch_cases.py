@@ -41,10 +41,13 @@ def _reference(op: Op, tensor_names: list[str]) -> str:
 
 def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
     """One entry of generated/tests/torch_cases.py."""
-    tensors = [a for a in op.schema.args if a.kind == "tensor"]
+    # The tensors the case passes (an optional tensor the sample leaves out is None).
+    tensors = [a for a in op.schema.args if a.kind == "tensor" and sample.get(a.name) is not None]
     locals_ = []
     for a in op.schema.args:
         if a.kind == "tensor":
+            if sample.get(a.name) is None:
+                locals_.append(f"{a.name} = None")
             continue
         value = sample[a.name] if a.name in sample else a.default
         locals_.append(f"{a.name} = {_py_value(a, value)}")

@@ -3399,77 +3399,619 @@ call_matmul_361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_362(yt_tensor *const *inputs, void *ctx)
+call_matmul_362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_363(yt_tensor *const *inputs, void *ctx)
+call_matmul_363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_364(yt_tensor *const *inputs, void *ctx)
+call_matmul_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_365(yt_tensor *const *inputs, void *ctx)
+call_matmul_365(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_366(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_367(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_369(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_372(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_374(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_376(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_378(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_bmm_379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_addmm_385(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_387(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_389(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_391(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_393(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addmm_394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_baddbmm_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
+                                         yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_baddbmm_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_dot_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_t_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_366(yt_tensor *const *inputs, void *ctx)
+call_t_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_367(yt_tensor *const *inputs, void *ctx)
+error_t_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_368(yt_tensor *const *inputs, void *ctx)
+call_transpose_436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_369(yt_tensor *const *inputs, void *ctx)
+call_transpose_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_370(yt_tensor *const *inputs, void *ctx)
+error_transpose_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_371(yt_tensor *const *inputs, void *ctx)
+error_transpose_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_372(yt_tensor *const *inputs, void *ctx)
+call_permute_440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -3477,7 +4019,7 @@ call_permute_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_373(yt_tensor *const *inputs, void *ctx)
+error_permute_441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3485,7 +4027,7 @@ error_permute_373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_374(yt_tensor *const *inputs, void *ctx)
+error_permute_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3493,7 +4035,7 @@ error_permute_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_375(yt_tensor *const *inputs, void *ctx)
+call_view_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -3501,7 +4043,7 @@ call_view_375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_376(yt_tensor *const *inputs, void *ctx)
+call_view_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -3509,7 +4051,7 @@ call_view_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_377(yt_tensor *const *inputs, void *ctx)
+call_reshape_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -3517,7 +4059,7 @@ call_reshape_377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_378(yt_tensor *const *inputs, void *ctx)
+call_reshape_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -3525,7 +4067,7 @@ call_reshape_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_379(yt_tensor *const *inputs, void *ctx)
+call_expand_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -3533,7 +4075,7 @@ call_expand_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_380(yt_tensor *const *inputs, void *ctx)
+call_expand_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -3541,112 +4083,112 @@ call_expand_380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_381(yt_tensor *const *inputs, void *ctx)
+call_squeeze_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_382(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_383(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_384(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_385(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_386(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_387(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_388(yt_tensor *const *inputs, void *ctx)
+call_slice_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_389(yt_tensor *const *inputs, void *ctx)
+call_slice_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_390(yt_tensor *const *inputs, void *ctx)
+error_slice_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_391(yt_tensor *const *inputs, void *ctx)
+error_slice_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_392(yt_tensor *const *inputs, void *ctx)
+call_select_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_393(yt_tensor *const *inputs, void *ctx)
+call_select_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_394(yt_tensor *const *inputs, void *ctx)
+error_select_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_395(yt_tensor *const *inputs, void *ctx)
+call_contiguous_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_avg_pool2d_396(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -3656,7 +4198,7 @@ call_avg_pool2d_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_397(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -3666,7 +4208,7 @@ call_avg_pool2d_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_398(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -3676,7 +4218,7 @@ call_avg_pool2d_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_399(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -3684,7 +4226,7 @@ call_avg_pool2d_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_400(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -3692,7 +4234,7 @@ error_avg_pool2d_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_401(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
@@ -3700,7 +4242,7 @@ error_avg_pool2d_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_402(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -3710,7 +4252,7 @@ error_avg_pool2d_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_403(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -3718,7 +4260,7 @@ call_adaptive_avg_pool2d_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_404(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -3726,7 +4268,7 @@ call_adaptive_avg_pool2d_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_405(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -3734,7 +4276,7 @@ call_adaptive_avg_pool2d_405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_406(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -3742,7 +4284,7 @@ call_adaptive_avg_pool2d_406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_407(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -3750,14 +4292,14 @@ error_adaptive_avg_pool2d_407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_408(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_409(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -3765,7 +4307,7 @@ error_adaptive_avg_pool2d_409(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_410(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -3776,7 +4318,7 @@ call_avg_pool2d_backward_410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_411(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -3787,7 +4329,7 @@ call_avg_pool2d_backward_411(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_412(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -3798,7 +4340,7 @@ error_avg_pool2d_backward_412(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_413(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -3806,7 +4348,7 @@ call_adaptive_avg_pool2d_backward_413(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_414(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -3814,14 +4356,14 @@ error_adaptive_avg_pool2d_backward_414(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_415(yt_tensor *const *inputs, void *ctx)
+call_conv2d_483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_416(yt_tensor *const *inputs, void *ctx)
+call_conv2d_484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -3831,7 +4373,7 @@ call_conv2d_416(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_417(yt_tensor *const *inputs, void *ctx)
+call_conv2d_485(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -3840,7 +4382,7 @@ call_conv2d_417(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_418(yt_tensor *const *inputs, void *ctx)
+call_conv2d_486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -3848,49 +4390,58 @@ call_conv2d_418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_419(yt_tensor *const *inputs, void *ctx)
+call_conv2d_487(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_420(yt_tensor *const *inputs, void *ctx)
+call_conv2d_488(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 2};
+    static const int64_t dilation[] = {2, 1};
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_489(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_421(yt_tensor *const *inputs, void *ctx)
+error_conv2d_490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_422(yt_tensor *const *inputs, void *ctx)
+error_conv2d_491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
 }
 
 static yt_tensor *
-error_conv2d_423(yt_tensor *const *inputs, void *ctx)
+error_conv2d_492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_424(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_425(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -3898,7 +4449,7 @@ call_conv2d_padding_425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_426(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -3906,21 +4457,21 @@ call_conv2d_padding_426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_427(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_428(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_429(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
@@ -3928,21 +4479,21 @@ error_conv2d_padding_429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_430(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_431(yt_tensor *const *inputs, void *ctx)
+call_conv1d_500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_432(yt_tensor *const *inputs, void *ctx)
+call_conv1d_501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -3952,28 +4503,28 @@ call_conv1d_432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_433(yt_tensor *const *inputs, void *ctx)
+call_conv1d_502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_434(yt_tensor *const *inputs, void *ctx)
+error_conv1d_503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_435(yt_tensor *const *inputs, void *ctx)
+error_conv1d_504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_436(yt_tensor *const *inputs, void *ctx)
+error_conv1d_505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 1};
@@ -3981,14 +4532,14 @@ error_conv1d_436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_437(yt_tensor *const *inputs, void *ctx)
+error_conv1d_506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_438(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -3996,21 +4547,21 @@ call_conv1d_padding_438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_439(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_440(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_441(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -4019,7 +4570,7 @@ error_conv1d_padding_441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_442(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -4027,7 +4578,7 @@ error_conv1d_padding_442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_443(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -4035,7 +4586,7 @@ call_conv_transpose2d_443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_444(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -4047,7 +4598,7 @@ call_conv_transpose2d_444(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_445(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -4056,7 +4607,17 @@ call_conv_transpose2d_445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_446(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_515(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, stride, 1, padding, 1, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -4064,7 +4625,7 @@ error_conv_transpose2d_446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_447(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -4072,7 +4633,7 @@ error_conv_transpose2d_447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_448(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
@@ -4080,7 +4641,7 @@ error_conv_transpose2d_448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_449(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -4088,7 +4649,7 @@ error_conv_transpose2d_449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_450(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -4100,7 +4661,7 @@ call_conv2d_backward_input_450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_451(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -4112,7 +4673,7 @@ call_conv2d_backward_input_451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_452(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -4124,7 +4685,7 @@ error_conv2d_backward_input_452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_453(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -4136,7 +4697,7 @@ call_conv2d_backward_weight_453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_454(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -4148,7 +4709,7 @@ call_conv2d_backward_weight_454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_455(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -4160,35 +4721,35 @@ error_conv2d_backward_weight_455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_456(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_457(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_458(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_459(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_460(yt_tensor *const *inputs, void *ctx)
+call_zeros_530(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4197,7 +4758,7 @@ call_zeros_460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_461(yt_tensor *const *inputs, void *ctx)
+call_ones_531(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4206,7 +4767,7 @@ call_ones_461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_462(yt_tensor *const *inputs, void *ctx)
+call_full_532(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4215,7 +4776,7 @@ call_full_462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_463(yt_tensor *const *inputs, void *ctx)
+call_arange_533(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4223,7 +4784,7 @@ call_arange_463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_464(yt_tensor *const *inputs, void *ctx)
+call_rand_534(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4232,7 +4793,7 @@ call_rand_464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_465(yt_tensor *const *inputs, void *ctx)
+error_rand_535(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4241,7 +4802,7 @@ error_rand_465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_466(yt_tensor *const *inputs, void *ctx)
+call_randn_536(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4250,7 +4811,7 @@ call_randn_466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_467(yt_tensor *const *inputs, void *ctx)
+error_randn_537(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4259,7 +4820,7 @@ error_randn_467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_468(yt_tensor *const *inputs, void *ctx)
+call_sum_to_538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4267,11 +4828,19 @@ call_sum_to_468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_469(yt_tensor *const *inputs, void *ctx)
+call_sum_to_539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
     return yt_sum_to(inputs[0], size, 1);
+}
+
+static yt_tensor *
+error_sum_to_540(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {1, 4};
+    return yt_sum_to(inputs[0], size, 2);
 }
 
 const yt_op_case yt_op_cases[] = {
@@ -5902,11 +6471,359 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_362,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_363,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_364,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_365,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_366,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_367,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_371,
+        .call_inplace = NULL,
+        .call_out = out_bmm_372,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "mat2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_bmm_373,
+        .call_inplace = NULL,
+        .call_out = out_bmm_374,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_375,
+        .call_inplace = NULL,
+        .call_out = out_bmm_376,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_377,
+        .call_inplace = NULL,
+        .call_out = out_bmm_378,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_384,
+        .call_inplace = NULL,
+        .call_out = out_addmm_385,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_addmm_386,
+        .call_inplace = NULL,
+        .call_out = out_addmm_387,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_388,
+        .call_inplace = NULL,
+        .call_out = out_addmm_389,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_390,
+        .call_inplace = NULL,
+        .call_out = out_addmm_391,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_392,
+        .call_inplace = NULL,
+        .call_out = out_addmm_393,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_401,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_402,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_403,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_404,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_baddbmm_405,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_406,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_407,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_408,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_409,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_410,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_420,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_421,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:382 sample 0",
+        .where = "ops.yaml:531 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_365,
+        .call = call_t_433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5914,10 +6831,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:382 sample 1",
+        .where = "ops.yaml:531 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_366,
+        .call = call_t_434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5925,10 +6842,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 0",
+        .where = "ops.yaml:542 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_368,
+        .call = call_transpose_436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5936,10 +6853,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 1",
+        .where = "ops.yaml:542 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_369,
+        .call = call_transpose_437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5947,10 +6864,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:407 sample 0",
+        .where = "ops.yaml:556 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_372,
+        .call = call_permute_440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5958,10 +6875,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 0",
+        .where = "ops.yaml:565 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_375,
+        .call = call_view_443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5969,10 +6886,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 1",
+        .where = "ops.yaml:565 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_376,
+        .call = call_view_444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5980,10 +6897,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 0",
+        .where = "ops.yaml:575 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_377,
+        .call = call_reshape_445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5991,11 +6908,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 1",
+        .where = "ops.yaml:575 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_378,
+        .call = call_reshape_446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6003,10 +6920,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 0",
+        .where = "ops.yaml:585 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_379,
+        .call = call_expand_447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6014,10 +6931,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 1",
+        .where = "ops.yaml:585 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_380,
+        .call = call_expand_448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6025,10 +6942,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:446 sample 0",
+        .where = "ops.yaml:595 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_381,
+        .call = call_squeeze_449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6036,10 +6953,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 0",
+        .where = "ops.yaml:605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_382,
+        .call = call_squeeze_dim_450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6047,10 +6964,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 1",
+        .where = "ops.yaml:605 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_383,
+        .call = call_squeeze_dim_451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6058,10 +6975,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 0",
+        .where = "ops.yaml:616 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_385,
+        .call = call_unsqueeze_453,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6069,10 +6986,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 1",
+        .where = "ops.yaml:616 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_386,
+        .call = call_unsqueeze_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6080,10 +6997,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 0",
+        .where = "ops.yaml:630 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_388,
+        .call = call_slice_456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6091,10 +7008,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 1",
+        .where = "ops.yaml:630 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_389,
+        .call = call_slice_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6102,10 +7019,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 0",
+        .where = "ops.yaml:641 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_392,
+        .call = call_select_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6113,10 +7030,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 1",
+        .where = "ops.yaml:641 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_393,
+        .call = call_select_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6124,11 +7041,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:502 sample 0",
+        .where = "ops.yaml:651 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_395,
+        .call = call_contiguous_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6136,10 +7053,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:523 sample 0",
+        .where = "ops.yaml:672 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_396,
+        .call = call_avg_pool2d_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6147,10 +7064,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:523 sample 1",
+        .where = "ops.yaml:672 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_397,
+        .call = call_avg_pool2d_465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6158,14 +7075,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:523 sample 2",
+        .where = "ops.yaml:672 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_avg_pool2d_398,
+        .call = call_avg_pool2d_466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6173,10 +7090,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:523 sample 3",
+        .where = "ops.yaml:672 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_399,
+        .call = call_avg_pool2d_467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6184,10 +7101,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:542 sample 0",
+        .where = "ops.yaml:691 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_403,
+        .call = call_adaptive_avg_pool2d_471,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6195,10 +7112,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:542 sample 1",
+        .where = "ops.yaml:691 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_404,
+        .call = call_adaptive_avg_pool2d_472,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6206,14 +7123,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:542 sample 2",
+        .where = "ops.yaml:691 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_405,
+        .call = call_adaptive_avg_pool2d_473,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6221,10 +7138,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:542 sample 3",
+        .where = "ops.yaml:691 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_406,
+        .call = call_adaptive_avg_pool2d_474,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6232,12 +7149,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:557 sample 0",
+        .where = "ops.yaml:706 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_410,
+        .call = call_avg_pool2d_backward_478,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6245,11 +7162,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:557 sample 1",
+        .where = "ops.yaml:706 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_411,
+        .call = call_avg_pool2d_backward_479,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6257,12 +7174,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:570 sample 0",
+        .where = "ops.yaml:719 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_413,
+        .call = call_adaptive_avg_pool2d_backward_481,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6270,13 +7187,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:617 sample 0",
+        .where = "ops.yaml:766 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_415,
+        .call = call_conv2d_483,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6284,13 +7201,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:617 sample 1",
+        .where = "ops.yaml:766 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_416,
+        .call = call_conv2d_484,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6298,13 +7215,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:617 sample 2",
+        .where = "ops.yaml:766 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_417,
+        .call = call_conv2d_485,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6312,7 +7229,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:617 sample 3",
+        .where = "ops.yaml:766 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -6326,7 +7243,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_418,
+        .call = call_conv2d_486,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6334,13 +7251,25 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:617 sample 4",
+        .where = "ops.yaml:766 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_419,
+        .call = call_conv2d_487,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:766 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_488,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6348,13 +7277,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:638 sample 0",
+        .where = "ops.yaml:788 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_424,
+        .call = call_conv2d_padding_493,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6362,13 +7291,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:638 sample 1",
+        .where = "ops.yaml:788 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_425,
+        .call = call_conv2d_padding_494,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6376,13 +7305,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:638 sample 2",
+        .where = "ops.yaml:788 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_426,
+        .call = call_conv2d_padding_495,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6390,13 +7319,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:658 sample 0",
+        .where = "ops.yaml:808 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_431,
+        .call = call_conv1d_500,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6404,13 +7333,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:658 sample 1",
+        .where = "ops.yaml:808 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_432,
+        .call = call_conv1d_501,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6418,14 +7347,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:658 sample 2",
+        .where = "ops.yaml:808 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_433,
+        .call = call_conv1d_502,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6433,13 +7362,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:677 sample 0",
+        .where = "ops.yaml:827 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_438,
+        .call = call_conv1d_padding_507,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6447,13 +7376,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:695 sample 0",
+        .where = "ops.yaml:845 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_443,
+        .call = call_conv_transpose2d_512,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6461,13 +7390,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:695 sample 1",
+        .where = "ops.yaml:845 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_444,
+        .call = call_conv_transpose2d_513,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6475,7 +7404,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:695 sample 2",
+        .where = "ops.yaml:845 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -6485,7 +7414,19 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_445,
+        .call = call_conv_transpose2d_514,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:845 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_515,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6493,12 +7434,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:710 sample 0",
+        .where = "ops.yaml:861 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_450,
+        .call = call_conv2d_backward_input_520,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6506,12 +7447,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:710 sample 1",
+        .where = "ops.yaml:861 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_451,
+        .call = call_conv2d_backward_input_521,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6519,12 +7460,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:723 sample 0",
+        .where = "ops.yaml:874 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_453,
+        .call = call_conv2d_backward_weight_523,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6532,12 +7473,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:723 sample 1",
+        .where = "ops.yaml:874 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_454,
+        .call = call_conv2d_backward_weight_524,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6545,11 +7486,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:737 sample 0",
+        .where = "ops.yaml:888 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_456,
+        .call = call_conv2d_backward_bias_526,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6557,10 +7498,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:737 sample 1",
+        .where = "ops.yaml:888 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_457,
+        .call = call_conv2d_backward_bias_527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6568,9 +7509,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:753 sample 0",
+        .where = "ops.yaml:904 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_460,
+        .call = call_zeros_530,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6578,9 +7519,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:761 sample 0",
+        .where = "ops.yaml:912 sample 0",
         .n_inputs = 0,
-        .call = call_ones_461,
+        .call = call_ones_531,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6588,9 +7529,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:769 sample 0",
+        .where = "ops.yaml:920 sample 0",
         .n_inputs = 0,
-        .call = call_full_462,
+        .call = call_full_532,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6598,9 +7539,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:784 sample 0",
+        .where = "ops.yaml:935 sample 0",
         .n_inputs = 0,
-        .call = call_arange_463,
+        .call = call_arange_533,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6608,9 +7549,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:792 sample 0",
+        .where = "ops.yaml:943 sample 0",
         .n_inputs = 0,
-        .call = call_rand_464,
+        .call = call_rand_534,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6618,9 +7559,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:803 sample 0",
+        .where = "ops.yaml:954 sample 0",
         .n_inputs = 0,
-        .call = call_randn_466,
+        .call = call_randn_536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6628,10 +7569,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:822 sample 0",
+        .where = "ops.yaml:973 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_468,
+        .call = call_sum_to_538,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6639,10 +7580,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:822 sample 1",
+        .where = "ops.yaml:973 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_469,
+        .call = call_sum_to_539,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6910,7 +7851,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_362,
+        .call = error_matmul_368,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -6920,7 +7861,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_363,
+        .call = error_matmul_369,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -6930,446 +7871,753 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_364,
+        .call = error_matmul_370,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
+        .op = "bmm",
+        .what = "ops.yaml:383: self.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_379,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:385: mat2.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_380,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:387: self.size(0) == mat2.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_381,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:389: self.size(2) == mat2.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_382,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:377: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_383,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:406: mat1.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_394,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:408: mat2.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_395,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:410: mat1.size(1) == mat2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_396,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:412: self.dim <= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_397,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:414: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_398,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:416: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_399,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:400: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_400,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:434: batch1.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_411,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:436: batch2.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_412,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:438: batch1.size(0) == batch2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_413,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:440: batch1.size(2) == batch2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_414,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:442: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_415,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:444: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_416,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:446: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_417,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:448: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_418,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:428: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_419,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:466: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_423,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:468: tensor.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_424,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:470: self.size(0) == tensor.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_425,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:460: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_426,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:485: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_430,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:487: vec2.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_431,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:479: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_432,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "outer: ",
+    },
+    {
         .op = "t",
-        .what = "ops.yaml:378: self.dim <= 2",
+        .what = "ops.yaml:527: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_367,
+        .call = error_t_435,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim0 out of range",
+        .what = "ops.yaml:535: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_370,
+        .call = error_transpose_438,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim1 out of range",
+        .what = "ops.yaml:535: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_371,
+        .call = error_transpose_439,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:403: len(dims) == self.dim",
+        .what = "ops.yaml:552: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_373,
+        .call = error_permute_441,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:397: dims out of range",
+        .what = "ops.yaml:546: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_374,
+        .call = error_permute_442,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:449: dim out of range",
+        .what = "ops.yaml:598: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_384,
+        .call = error_squeeze_dim_452,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:460: dim out of range",
+        .what = "ops.yaml:609: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_387,
+        .call = error_unsqueeze_455,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:477: step > 0",
+        .what = "ops.yaml:626: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_390,
+        .call = error_slice_458,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:471: dim out of range",
+        .what = "ops.yaml:620: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_391,
+        .call = error_slice_459,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:485: dim out of range",
+        .what = "ops.yaml:634: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_394,
+        .call = error_select_462,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:516: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:665: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_400,
+        .call = error_avg_pool2d_468,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:518: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:667: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_401,
+        .call = error_avg_pool2d_469,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:511: dtype of self",
+        .what = "ops.yaml:660: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_402,
+        .call = error_avg_pool2d_470,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:535: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:684: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_407,
+        .call = error_adaptive_avg_pool2d_475,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:537: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:686: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_408,
+        .call = error_adaptive_avg_pool2d_476,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:530: dtype of self",
+        .what = "ops.yaml:679: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_409,
+        .call = error_adaptive_avg_pool2d_477,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:549: dtype of grad_output",
+        .what = "ops.yaml:698: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_412,
+        .call = error_avg_pool2d_backward_480,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:562: dtype of grad_output",
+        .what = "ops.yaml:711: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_414,
+        .call = error_adaptive_avg_pool2d_backward_482,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:608: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:757: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_420,
+        .call = error_conv2d_489,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:610: weight.dim == 4",
+        .what = "ops.yaml:759: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_421,
+        .call = error_conv2d_490,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:612: groups > 0",
+        .what = "ops.yaml:761: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_422,
+        .call = error_conv2d_491,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:602: dtype of input",
+        .what = "ops.yaml:751: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_423,
+        .call = error_conv2d_492,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:632: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:782: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_427,
+        .call = error_conv2d_padding_496,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:634: weight.dim == 4",
+        .what = "ops.yaml:784: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_428,
+        .call = error_conv2d_padding_497,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:625: padding not a choice",
+        .what = "ops.yaml:775: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_429,
+        .call = error_conv2d_padding_498,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:625: dtype of input",
+        .what = "ops.yaml:775: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_430,
+        .call = error_conv2d_padding_499,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:650: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:800: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_434,
+        .call = error_conv1d_503,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:652: weight.dim == 3",
+        .what = "ops.yaml:802: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_435,
+        .call = error_conv1d_504,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:654: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:804: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_436,
+        .call = error_conv1d_505,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:644: dtype of input",
+        .what = "ops.yaml:794: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_437,
+        .call = error_conv1d_506,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:671: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:821: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_439,
+        .call = error_conv1d_padding_508,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:673: weight.dim == 3",
+        .what = "ops.yaml:823: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_440,
+        .call = error_conv1d_padding_509,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:664: padding not a choice",
+        .what = "ops.yaml:814: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_441,
+        .call = error_conv1d_padding_510,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:664: dtype of input",
+        .what = "ops.yaml:814: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_442,
+        .call = error_conv1d_padding_511,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:687: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:837: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_446,
+        .call = error_conv_transpose2d_516,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:689: weight.dim == 4",
+        .what = "ops.yaml:839: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_447,
+        .call = error_conv_transpose2d_517,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:691: groups > 0",
+        .what = "ops.yaml:841: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_448,
+        .call = error_conv_transpose2d_518,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:681: dtype of input",
+        .what = "ops.yaml:831: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_449,
+        .call = error_conv_transpose2d_519,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:702: dtype of grad_output",
+        .what = "ops.yaml:853: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_452,
+        .call = error_conv2d_backward_input_522,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:715: dtype of grad_output",
+        .what = "ops.yaml:866: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_455,
+        .call = error_conv2d_backward_weight_525,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:733: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:884: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_458,
+        .call = error_conv2d_backward_bias_528,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:728: dtype of grad_output",
+        .what = "ops.yaml:879: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_459,
+        .call = error_conv2d_backward_bias_529,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:797: is_floating(result_dtype)",
+        .what = "ops.yaml:948: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_465,
+        .call = error_rand_535,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:808: is_floating(result_dtype)",
+        .what = "ops.yaml:959: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_467,
+        .call = error_randn_537,
         .expect = 0,
         .expect_prefix = "randn: ",
+    },
+    {
+        .op = "sum_to",
+        .what = "ops.yaml:967: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sum_to_540,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "sum_to: ",
     },
 };
 const int yt_error_case_count = (int)(sizeof yt_error_cases / sizeof yt_error_cases[0]);

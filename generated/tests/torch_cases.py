@@ -792,103 +792,253 @@ def case_139(self, other):
     return torch.ops.aten.matmul(self, other)
 
 
-def case_140(self):
-    """t (ops.yaml:382 sample 0)"""
+def case_140(self, other):
+    """matmul (ops.yaml:364 sample 5)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_141(self, other):
+    """matmul (ops.yaml:364 sample 6)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_142(self, other):
+    """matmul (ops.yaml:364 sample 7)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_143(self, other):
+    """matmul (ops.yaml:364 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_144(self, other):
+    """matmul (ops.yaml:364 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_145(self, other):
+    """matmul (ops.yaml:364 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_146(self, mat2):
+    """bmm (ops.yaml:394 sample 0)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_147(self, mat2):
+    """bmm (ops.yaml:394 sample 1)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_148(self, mat2):
+    """bmm (ops.yaml:394 sample 2)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_149(self, mat2):
+    """bmm (ops.yaml:394 sample 3)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_150(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_151(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_152(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_153(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 3)"""
+    beta = 2
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_154(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_155(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_156(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_157(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_158(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 3)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_159(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_160(self, tensor):
+    """dot (ops.yaml:474 sample 0)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_161(self, tensor):
+    """dot (ops.yaml:474 sample 1)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_162(self, tensor):
+    """dot (ops.yaml:474 sample 2)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_163(self, vec2):
+    """outer (ops.yaml:491 sample 0)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_164(self, vec2):
+    """outer (ops.yaml:491 sample 1)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_165(self, vec2):
+    """outer (ops.yaml:491 sample 2)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_166(self):
+    """t (ops.yaml:531 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_141(self):
-    """t (ops.yaml:382 sample 1)"""
+def case_167(self):
+    """t (ops.yaml:531 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_142(self):
-    """transpose (ops.yaml:393 sample 0)"""
+def case_168(self):
+    """transpose (ops.yaml:542 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_143(self):
-    """transpose (ops.yaml:393 sample 1)"""
+def case_169(self):
+    """transpose (ops.yaml:542 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_144(self):
-    """permute (ops.yaml:407 sample 0)"""
+def case_170(self):
+    """permute (ops.yaml:556 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_145(self):
-    """view (ops.yaml:416 sample 0)"""
+def case_171(self):
+    """view (ops.yaml:565 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_146(self):
-    """view (ops.yaml:416 sample 1)"""
+def case_172(self):
+    """view (ops.yaml:565 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_147(self):
-    """reshape (ops.yaml:426 sample 0)"""
+def case_173(self):
+    """reshape (ops.yaml:575 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_148(self):
-    """reshape (ops.yaml:426 sample 1)"""
+def case_174(self):
+    """reshape (ops.yaml:575 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_149(self):
-    """expand (ops.yaml:436 sample 0)"""
+def case_175(self):
+    """expand (ops.yaml:585 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_150(self):
-    """expand (ops.yaml:436 sample 1)"""
+def case_176(self):
+    """expand (ops.yaml:585 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_151(self):
-    """squeeze (ops.yaml:446 sample 0)"""
+def case_177(self):
+    """squeeze (ops.yaml:595 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_152(self):
-    """squeeze.dim (ops.yaml:456 sample 0)"""
+def case_178(self):
+    """squeeze.dim (ops.yaml:605 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_153(self):
-    """squeeze.dim (ops.yaml:456 sample 1)"""
+def case_179(self):
+    """squeeze.dim (ops.yaml:605 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_154(self):
-    """unsqueeze (ops.yaml:467 sample 0)"""
+def case_180(self):
+    """unsqueeze (ops.yaml:616 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_155(self):
-    """unsqueeze (ops.yaml:467 sample 1)"""
+def case_181(self):
+    """unsqueeze (ops.yaml:616 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_156(self):
-    """slice (ops.yaml:481 sample 0)"""
+def case_182(self):
+    """slice (ops.yaml:630 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -896,8 +1046,8 @@ def case_156(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_157(self):
-    """slice (ops.yaml:481 sample 1)"""
+def case_183(self):
+    """slice (ops.yaml:630 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -905,27 +1055,27 @@ def case_157(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_158(self):
-    """select (ops.yaml:492 sample 0)"""
+def case_184(self):
+    """select (ops.yaml:641 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_159(self):
-    """select (ops.yaml:492 sample 1)"""
+def case_185(self):
+    """select (ops.yaml:641 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_160(self):
-    """contiguous (ops.yaml:502 sample 0)"""
+def case_186(self):
+    """contiguous (ops.yaml:651 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_161(self):
-    """avg_pool2d (ops.yaml:523 sample 0)"""
+def case_187(self):
+    """avg_pool2d (ops.yaml:672 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -935,8 +1085,8 @@ def case_161(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_162(self):
-    """avg_pool2d (ops.yaml:523 sample 1)"""
+def case_188(self):
+    """avg_pool2d (ops.yaml:672 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -946,8 +1096,8 @@ def case_162(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_163(self):
-    """avg_pool2d (ops.yaml:523 sample 2)"""
+def case_189(self):
+    """avg_pool2d (ops.yaml:672 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -957,8 +1107,8 @@ def case_163(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_164(self):
-    """avg_pool2d (ops.yaml:523 sample 3)"""
+def case_190(self):
+    """avg_pool2d (ops.yaml:672 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -968,32 +1118,32 @@ def case_164(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_165(self):
-    """adaptive_avg_pool2d (ops.yaml:542 sample 0)"""
+def case_191(self):
+    """adaptive_avg_pool2d (ops.yaml:691 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_166(self):
-    """adaptive_avg_pool2d (ops.yaml:542 sample 1)"""
+def case_192(self):
+    """adaptive_avg_pool2d (ops.yaml:691 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_167(self):
-    """adaptive_avg_pool2d (ops.yaml:542 sample 2)"""
+def case_193(self):
+    """adaptive_avg_pool2d (ops.yaml:691 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_168(self):
-    """adaptive_avg_pool2d (ops.yaml:542 sample 3)"""
+def case_194(self):
+    """adaptive_avg_pool2d (ops.yaml:691 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_169(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:557 sample 0)"""
+def case_195(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:706 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -1003,8 +1153,8 @@ def case_169(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_170(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:557 sample 1)"""
+def case_196(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:706 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -1014,14 +1164,14 @@ def case_170(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_171(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:570 sample 0)"""
+def case_197(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:719 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_172(input, weight, bias):
-    """conv2d (ops.yaml:617 sample 0)"""
+def case_198(input, weight, bias):
+    """conv2d (ops.yaml:766 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -1029,8 +1179,8 @@ def case_172(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_173(input, weight, bias):
-    """conv2d (ops.yaml:617 sample 1)"""
+def case_199(input, weight, bias):
+    """conv2d (ops.yaml:766 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -1038,8 +1188,8 @@ def case_173(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_174(input, weight, bias):
-    """conv2d (ops.yaml:617 sample 2)"""
+def case_200(input, weight, bias):
+    """conv2d (ops.yaml:766 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -1047,8 +1197,8 @@ def case_174(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_175(input, weight, bias):
-    """conv2d (ops.yaml:617 sample 3)"""
+def case_201(input, weight, bias):
+    """conv2d (ops.yaml:766 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -1056,8 +1206,8 @@ def case_175(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_176(input, weight, bias):
-    """conv2d (ops.yaml:617 sample 4)"""
+def case_202(input, weight, bias):
+    """conv2d (ops.yaml:766 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -1065,8 +1215,18 @@ def case_176(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_177(input, weight, bias):
-    """conv2d.padding (ops.yaml:638 sample 0)"""
+def case_203(input, weight):
+    """conv2d (ops.yaml:766 sample 5)"""
+    bias = None
+    stride = [1, 2]
+    padding = []
+    dilation = [2, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_204(input, weight, bias):
+    """conv2d.padding (ops.yaml:788 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -1074,8 +1234,8 @@ def case_177(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_178(input, weight, bias):
-    """conv2d.padding (ops.yaml:638 sample 1)"""
+def case_205(input, weight, bias):
+    """conv2d.padding (ops.yaml:788 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -1083,8 +1243,8 @@ def case_178(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_179(input, weight, bias):
-    """conv2d.padding (ops.yaml:638 sample 2)"""
+def case_206(input, weight, bias):
+    """conv2d.padding (ops.yaml:788 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -1092,8 +1252,8 @@ def case_179(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_180(input, weight, bias):
-    """conv1d (ops.yaml:658 sample 0)"""
+def case_207(input, weight, bias):
+    """conv1d (ops.yaml:808 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -1101,8 +1261,8 @@ def case_180(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_181(input, weight, bias):
-    """conv1d (ops.yaml:658 sample 1)"""
+def case_208(input, weight, bias):
+    """conv1d (ops.yaml:808 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -1110,8 +1270,8 @@ def case_181(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_182(input, weight, bias):
-    """conv1d (ops.yaml:658 sample 2)"""
+def case_209(input, weight, bias):
+    """conv1d (ops.yaml:808 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -1119,8 +1279,8 @@ def case_182(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_183(input, weight, bias):
-    """conv1d.padding (ops.yaml:677 sample 0)"""
+def case_210(input, weight, bias):
+    """conv1d.padding (ops.yaml:827 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -1128,38 +1288,49 @@ def case_183(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_184(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:695 sample 0)"""
+def case_211(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:845 sample 0)"""
     stride = []
     padding = []
     output_padding = []
     groups = 1
     dilation = []
-    return (lambda f: f(input.float(), weight.float(), bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_185(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:695 sample 1)"""
+def case_212(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:845 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
     groups = 2
     dilation = [1, 2]
-    return (lambda f: f(input.float(), weight.float(), bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_186(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:695 sample 2)"""
+def case_213(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:845 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
     groups = 1
     dilation = []
-    return (lambda f: f(input.float(), weight.float(), bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_187(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:710 sample 0)"""
+def case_214(input, weight):
+    """conv_transpose2d.input (ops.yaml:845 sample 3)"""
+    bias = None
+    stride = [2]
+    padding = [1]
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_215(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:861 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -1168,8 +1339,8 @@ def case_187(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_188(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:710 sample 1)"""
+def case_216(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:861 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -1178,8 +1349,8 @@ def case_188(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_189(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:723 sample 0)"""
+def case_217(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:874 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -1188,8 +1359,8 @@ def case_189(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_190(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:723 sample 1)"""
+def case_218(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:874 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -1198,34 +1369,34 @@ def case_190(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_191(grad_output):
-    """conv2d_backward_bias (ops.yaml:737 sample 0)"""
+def case_219(grad_output):
+    """conv2d_backward_bias (ops.yaml:888 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_192(grad_output):
-    """conv2d_backward_bias (ops.yaml:737 sample 1)"""
+def case_220(grad_output):
+    """conv2d_backward_bias (ops.yaml:888 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_193():
-    """zeros (ops.yaml:753 sample 0)"""
+def case_221():
+    """zeros (ops.yaml:904 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_194():
-    """ones (ops.yaml:761 sample 0)"""
+def case_222():
+    """ones (ops.yaml:912 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_195():
-    """full (ops.yaml:769 sample 0)"""
+def case_223():
+    """full (ops.yaml:920 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1233,8 +1404,8 @@ def case_195():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_196():
-    """arange (ops.yaml:784 sample 0)"""
+def case_224():
+    """arange (ops.yaml:935 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1243,30 +1414,30 @@ def case_196():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_197():
-    """rand (ops.yaml:792 sample 0)"""
+def case_225():
+    """rand (ops.yaml:943 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_198():
-    """randn (ops.yaml:803 sample 0)"""
+def case_226():
+    """randn (ops.yaml:954 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_199(self):
-    """sum_to (ops.yaml:822 sample 0)"""
+def case_227(self):
+    """sum_to (ops.yaml:973 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_200(self):
-    """sum_to (ops.yaml:822 sample 1)"""
+def case_228(self):
+    """sum_to (ops.yaml:973 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1692,187 +1863,271 @@ CASES = [
     dict(op="matmul", where="ops.yaml:364 sample 4", fn=case_139, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:382 sample 0", fn=case_140, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="t", where="ops.yaml:382 sample 1", fn=case_141, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="transpose", where="ops.yaml:393 sample 0", fn=case_142, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="transpose", where="ops.yaml:393 sample 1", fn=case_143, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="permute", where="ops.yaml:407 sample 0", fn=case_144, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="view", where="ops.yaml:416 sample 0", fn=case_145, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="view", where="ops.yaml:416 sample 1", fn=case_146, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reshape", where="ops.yaml:426 sample 0", fn=case_147, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reshape", where="ops.yaml:426 sample 1", fn=case_148, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expand", where="ops.yaml:436 sample 0", fn=case_149, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expand", where="ops.yaml:436 sample 1", fn=case_150, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze", where="ops.yaml:446 sample 0", fn=case_151, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze.dim", where="ops.yaml:456 sample 0", fn=case_152, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="squeeze.dim", where="ops.yaml:456 sample 1", fn=case_153, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unsqueeze", where="ops.yaml:467 sample 0", fn=case_154, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="unsqueeze", where="ops.yaml:467 sample 1", fn=case_155, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="slice", where="ops.yaml:481 sample 0", fn=case_156, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="slice", where="ops.yaml:481 sample 1", fn=case_157, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="select", where="ops.yaml:492 sample 0", fn=case_158, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="select", where="ops.yaml:492 sample 1", fn=case_159, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="contiguous", where="ops.yaml:502 sample 0", fn=case_160, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="avg_pool2d", where="ops.yaml:523 sample 0", fn=case_161, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="avg_pool2d", where="ops.yaml:523 sample 1", fn=case_162, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="avg_pool2d", where="ops.yaml:523 sample 2", fn=case_163, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="avg_pool2d", where="ops.yaml:523 sample 3", fn=case_164, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:542 sample 0", fn=case_165, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:542 sample 1", fn=case_166, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:542 sample 2", fn=case_167, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:542 sample 3", fn=case_168, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:557 sample 0", fn=case_169, tensors=["grad_output", "self"],
+    dict(op="matmul", where="ops.yaml:364 sample 5", fn=case_140, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:557 sample 1", fn=case_170, tensors=["grad_output", "self"],
+    dict(op="matmul", where="ops.yaml:364 sample 6", fn=case_141, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:570 sample 0", fn=case_171, tensors=["grad_output", "self"],
+    dict(op="matmul", where="ops.yaml:364 sample 7", fn=case_142, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:617 sample 0", fn=case_172, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d", where="ops.yaml:617 sample 1", fn=case_173, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d", where="ops.yaml:617 sample 2", fn=case_174, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d", where="ops.yaml:617 sample 3", fn=case_175, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d", where="ops.yaml:617 sample 4", fn=case_176, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d.padding", where="ops.yaml:638 sample 0", fn=case_177, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d.padding", where="ops.yaml:638 sample 1", fn=case_178, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d.padding", where="ops.yaml:638 sample 2", fn=case_179, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv1d", where="ops.yaml:658 sample 0", fn=case_180, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv1d", where="ops.yaml:658 sample 1", fn=case_181, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv1d", where="ops.yaml:658 sample 2", fn=case_182, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv1d.padding", where="ops.yaml:677 sample 0", fn=case_183, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:695 sample 0", fn=case_184, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:695 sample 1", fn=case_185, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:695 sample 2", fn=case_186, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:710 sample 0", fn=case_187, tensors=["grad_output", "weight"],
+    dict(op="matmul", where="ops.yaml:364 sample 8", fn=case_143, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:710 sample 1", fn=case_188, tensors=["grad_output", "weight"],
+    dict(op="matmul", where="ops.yaml:364 sample 9", fn=case_144, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:723 sample 0", fn=case_189, tensors=["grad_output", "input"],
+    dict(op="matmul", where="ops.yaml:364 sample 10", fn=case_145, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:723 sample 1", fn=case_190, tensors=["grad_output", "input"],
+    dict(op="bmm", where="ops.yaml:394 sample 0", fn=case_146, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:737 sample 0", fn=case_191, tensors=["grad_output"],
+    dict(op="bmm", where="ops.yaml:394 sample 1", fn=case_147, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 2", fn=case_148, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 3", fn=case_149, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 0", fn=case_150, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 1", fn=case_151, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 2", fn=case_152, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 3", fn=case_153, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 4", fn=case_154, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 0", fn=case_155, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 1", fn=case_156, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 2", fn=case_157, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 3", fn=case_158, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 4", fn=case_159, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 0", fn=case_160, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 1", fn=case_161, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 2", fn=case_162, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 0", fn=case_163, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 1", fn=case_164, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 2", fn=case_165, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:531 sample 0", fn=case_166, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:531 sample 1", fn=case_167, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:542 sample 0", fn=case_168, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:542 sample 1", fn=case_169, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="permute", where="ops.yaml:556 sample 0", fn=case_170, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:565 sample 0", fn=case_171, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:565 sample 1", fn=case_172, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:575 sample 0", fn=case_173, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:575 sample 1", fn=case_174, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:585 sample 0", fn=case_175, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:585 sample 1", fn=case_176, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze", where="ops.yaml:595 sample 0", fn=case_177, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:605 sample 0", fn=case_178, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:605 sample 1", fn=case_179, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:616 sample 0", fn=case_180, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:616 sample 1", fn=case_181, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:630 sample 0", fn=case_182, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:630 sample 1", fn=case_183, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:641 sample 0", fn=case_184, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:641 sample 1", fn=case_185, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="contiguous", where="ops.yaml:651 sample 0", fn=case_186, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:672 sample 0", fn=case_187, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:737 sample 1", fn=case_192, tensors=["grad_output"],
+    dict(op="avg_pool2d", where="ops.yaml:672 sample 1", fn=case_188, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:753 sample 0", fn=case_193, tensors=[],
+    dict(op="avg_pool2d", where="ops.yaml:672 sample 2", fn=case_189, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:672 sample 3", fn=case_190, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:691 sample 0", fn=case_191, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:691 sample 1", fn=case_192, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:691 sample 2", fn=case_193, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:691 sample 3", fn=case_194, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d_backward", where="ops.yaml:706 sample 0", fn=case_195, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d_backward", where="ops.yaml:706 sample 1", fn=case_196, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:719 sample 0", fn=case_197, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:766 sample 0", fn=case_198, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:766 sample 1", fn=case_199, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:766 sample 2", fn=case_200, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:766 sample 3", fn=case_201, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:766 sample 4", fn=case_202, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:766 sample 5", fn=case_203, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:788 sample 0", fn=case_204, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:788 sample 1", fn=case_205, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:788 sample 2", fn=case_206, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:808 sample 0", fn=case_207, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:808 sample 1", fn=case_208, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:808 sample 2", fn=case_209, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d.padding", where="ops.yaml:827 sample 0", fn=case_210, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:845 sample 0", fn=case_211, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:845 sample 1", fn=case_212, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:845 sample 2", fn=case_213, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:845 sample 3", fn=case_214, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:861 sample 0", fn=case_215, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:861 sample 1", fn=case_216, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:874 sample 0", fn=case_217, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:874 sample 1", fn=case_218, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:888 sample 0", fn=case_219, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:888 sample 1", fn=case_220, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="zeros", where="ops.yaml:904 sample 0", fn=case_221, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:761 sample 0", fn=case_194, tensors=[],
+    dict(op="ones", where="ops.yaml:912 sample 0", fn=case_222, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:769 sample 0", fn=case_195, tensors=[],
+    dict(op="full", where="ops.yaml:920 sample 0", fn=case_223, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:784 sample 0", fn=case_196, tensors=[],
+    dict(op="arange", where="ops.yaml:935 sample 0", fn=case_224, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:792 sample 0", fn=case_197, tensors=[],
+    dict(op="rand", where="ops.yaml:943 sample 0", fn=case_225, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:803 sample 0", fn=case_198, tensors=[],
+    dict(op="randn", where="ops.yaml:954 sample 0", fn=case_226, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:822 sample 0", fn=case_199, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="sum_to", where="ops.yaml:973 sample 0", fn=case_227, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:822 sample 1", fn=case_200, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="sum_to", where="ops.yaml:973 sample 1", fn=case_228, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
