@@ -178,6 +178,7 @@ TORCH_BENCHES := $(BUILD)/bench/overhead_torch
 bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/overhead.sh $(BUILD)
 	$(Q)bench/gemm.sh $(BUILD)
+	$(Q)bench/conv.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench

@@ -20,19 +20,23 @@ torch.set_num_threads(int(threads))
 torch.manual_seed(0)
 
 
+# BENCH_CLOCK=cpu: process CPU time instead of wall time (see bench/conv.c)
+clock = time.process_time if os.environ.get("BENCH_CLOCK", "").startswith("c") else time.perf_counter
+
+
 def median_ms(fn, reps=7, min_s=0.02):
     fn()
     fn()
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
-    per = max(time.perf_counter() - t0, 1e-6)
+    per = max(clock() - t0, 1e-6)
     inner = int(min_s / per) + 1
     vals = []
     for _ in range(reps):
-        s = time.perf_counter()
+        s = clock()
         for _ in range(inner):
             fn()
-        vals.append((time.perf_counter() - s) / inner)
+        vals.append((clock() - s) / inner)
     return 1e3 * statistics.median(vals)
 
 

@@ -110,7 +110,8 @@ YT_INTERNAL bool yt__conv_direct_ok(const yt__conv_geom *g);
 YT_INTERNAL yt_status yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b,
                                       const void *bias, const yt__conv_geom *g, bool f64, int nt);
 
-/* Below this many multiply-adds a convolution stays on one thread. */
-#define YT_CONV_PARALLEL_MACS 2000000
+/* Below this many multiply-adds (~0.2 ms on one core) a convolution stays on one thread: the
+ * fork/join of a parallel region costs tens of microseconds, far more on a loaded machine. */
+#define YT_CONV_PARALLEL_MACS 16000000
 
 #endif

@@ -131,6 +131,29 @@ CAT(pad_planes, SFX)(T *dst, const T *src, int64_t ch, int64_t h, int64_t w, int
         tail[i] = 0;
 }
 
+/* dst rows (pitch dp) = src rows (pitch sp) + add, `cols` elements per row. Rows are short
+ * (tens of elements): whole vectors wherever the vector read and write both stay before the
+ * last row's end (the spill lands in later rows, written afterwards, or in a wide buffer's
+ * garbage columns), exact elements otherwise. */
+ATTR static void
+CAT(copy_rows, SFX)(T *dst, int64_t dp, const T *src, int64_t sp, int64_t rows, int64_t cols, T add)
+{
+    typedef CAT(vu, SFX) V;
+    int64_t wide = (cols + VL - 1) / VL * VL;
+    int64_t dend = (rows - 1) * dp + cols, send = (rows - 1) * sp + cols;
+    for (int64_t r = 0; r < rows; r++) {
+        T *d = dst + r * dp;
+        const T *s = src + r * sp;
+        if (r * dp + wide <= dend && r * sp + wide <= send) {
+            for (int64_t x = 0; x < cols; x += VL)
+                *(V *)(d + x) = *(const V *)(s + x) + add;
+        } else {
+            for (int64_t x = 0; x < cols; x++)
+                d[x] = s[x] + add;
+        }
+    }
+}
+
 /* Slack (zero elements) after every padded buffer: vector over-reads of gemm_rows / dot_rows. */
 ATTR static inline int64_t
 CAT(direct_slack, SFX)(const yt__conv_geom *g)
@@ -160,10 +183,7 @@ CAT(direct_forward, SFX)(T *y, const T *x, const T *w, const T *bias, const yt__
             for (int64_t o = 0; o < og; o++) {
                 T b = bias != NULL ? bias[gi * og + o] : 0;
                 T *dst = y + (n * g->c_out + gi * og + o) * ohw;
-                const T *src = yw + o * ldc;
-                for (int64_t oy = 0; oy < g->oh; oy++)
-                    for (int64_t ox = 0; ox < g->ow; ox++)
-                        dst[oy * g->ow + ox] = src[oy * wp + ox] + b;
+                CAT(copy_rows, SFX)(dst, g->ow, yw + o * ldc, wp, g->oh, g->ow, b);
             }
         }
     }
@@ -194,14 +214,10 @@ CAT(direct_backward_input, SFX)(T *gx, const T *gy, const T *wt, const yt__conv_
             for (int64_t o = 0; o < og; o++) {
                 const T *src = gy + (n * g->c_out + gi * og + o) * g->oh * g->ow;
                 T *dst = gyw + o * gpitch;
-                for (int64_t oy = 0; oy < g->oh; oy++) {
-                    T *dr = dst + oy * wp;
-                    const T *sr = src + oy * g->ow;
-                    for (int64_t ox = 0; ox < g->ow; ox++)
-                        dr[ox] = sr[ox];
+                CAT(copy_rows, SFX)(dst, wp, src, g->ow, g->oh, g->ow, 0);
+                for (int64_t oy = 0; oy < g->oh; oy++)
                     for (int64_t ox = g->ow; ox < wp; ox++)
-                        dr[ox] = 0;
-                }
+                        dst[oy * wp + ox] = 0;
                 for (int64_t i = nw; i < gpitch; i++)
                     dst[i] = 0;
             }
@@ -218,10 +234,8 @@ CAT(direct_backward_input, SFX)(T *gx, const T *gy, const T *wt, const yt__conv_
             }
             for (int64_t c = 0; c < cg; c++) {
                 T *dst = gx + (n * g->c_in + gi * cg + c) * hw;
-                const T *src = gxp + c * plane + g->ph * wp + g->pw;
-                for (int64_t yy = 0; yy < g->h; yy++)
-                    for (int64_t xx = 0; xx < g->w; xx++)
-                        dst[yy * g->w + xx] = src[yy * wp + xx];
+                CAT(copy_rows, SFX)
+                (dst, g->w, gxp + c * plane + g->ph * wp + g->pw, wp, g->h, g->w, 0);
             }
         }
     }
@@ -263,14 +277,11 @@ CAT(direct_backward_weight, SFX)(CAT(vu, SFX) * accs, const T *gy, const T *x,
                     for (int64_t o = 0; o < og; o++) {
                         const T *src = gy + (n * g->c_out + gi * og + o) * g->oh * g->ow;
                         T *dst = gw + i * gstride + o * q;
+                        CAT(copy_rows, SFX)(dst, wp, src, g->ow, g->oh, g->ow, 0);
                         for (int64_t oy = 0; oy < g->oh; oy++) {
-                            T *dr = dst + oy * wp;
-                            const T *sr = src + oy * g->ow;
                             int64_t end = oy + 1 < g->oh ? wp : q - oy * wp;
-                            for (int64_t ox = 0; ox < g->ow; ox++)
-                                dr[ox] = sr[ox];
                             for (int64_t ox = g->ow; ox < end; ox++)
-                                dr[ox] = 0;
+                                dst[oy * wp + ox] = 0;
                         }
                     }
                 }

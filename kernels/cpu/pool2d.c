@@ -32,7 +32,7 @@ dp(const yt_tensor *t)
 }
 
 /* Work (window elements touched) below which pooling stays on one thread. */
-#define POOL_PARALLEL_WORK 262144
+#define POOL_PARALLEL_WORK 4000000
 
 static int
 pool_threads(int64_t planes, int64_t work)
