@@ -41,10 +41,7 @@
 static bool
 use_avx512(void)
 {
-    static int cached = -1; /* a benign race: every thread computes the same value */
-    if (cached < 0)
-        cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    return cached == 1;
+    return __builtin_cpu_supports("avx512f"); /* reads a flag set at start-up: cheap */
 }
 
 bool
@@ -128,12 +125,12 @@ yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b, con
         shared = wsize * lanes * nt; /* vector partials */
     }
     size_t thread_bytes = ((size_t)per_thread * es + 63) / 64 * 64;
-    size_t bytes =
-        thread_bytes * (size_t)nt + (size_t)shared * es + (size_t)n_off * sizeof(int64_t);
+    size_t shared_bytes = ((size_t)shared * es + 63) / 64 * 64; /* keeps `off` aligned */
+    size_t bytes = thread_bytes * (size_t)nt + shared_bytes + (size_t)n_off * sizeof(int64_t);
     char *scratch = yt__cpu_alloc(bytes);
     if (scratch == NULL)
         return yt__fail_status(YT_ERR_NOMEM, "conv2d: cannot allocate %zu bytes of scratch", bytes);
-    int64_t *off = (int64_t *)(scratch + thread_bytes * (size_t)nt + (size_t)shared * es);
+    int64_t *off = (int64_t *)(scratch + thread_bytes * (size_t)nt + shared_bytes);
     tap_offsets(off, cg, g, hp, wp);
     per_thread = (int64_t)(thread_bytes / es);
     if (f64)

@@ -193,7 +193,7 @@ CAT(direct_forward, SFX)(T *y, const T *x, const T *w, const T *bias, const yt__
  * in wide coordinates of the padded input (zero garbage columns), the column row of tap
  * (c, i, j) is added to the padded input plane c shifted by off[(c, i, j)], a contiguous add;
  * the padding is cropped at the end. Scratch per thread: gy wide [og, nw + slack], columns
- * [kdim, nw], padded gx [cg, hp, wp]. */
+ * [kdim, nw], padded gx [cg, hp, wp], after og row offsets. */
 ATTR static void
 CAT(direct_backward_input, SFX)(T *gx, const T *gy, const T *wt, const yt__conv_geom *g,
                                 const int64_t *off, T *scratch, int64_t per_thread, int nt)
@@ -204,10 +204,11 @@ CAT(direct_backward_input, SFX)(T *gx, const T *gy, const T *wt, const yt__conv_
     int64_t gpitch = nw + slack, ldc = (nw + 2 * VL - 1) / (2 * VL) * (2 * VL);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t n = 0; n < g->n; n++) {
-        T *gyw = scratch + (int64_t)omp_get_thread_num() * per_thread;
+        /* B row offsets first (the thread's block is 64-byte aligned), then the buffers */
+        int64_t *rows = (int64_t *)(scratch + (int64_t)omp_get_thread_num() * per_thread);
+        T *gyw = (T *)(rows + og);
         T *col = gyw + og * gpitch;
         T *gxp = col + kdim * ldc;
-        int64_t *rows = (int64_t *)(gxp + cg * plane); /* B row offsets: o * gpitch */
         for (int64_t o = 0; o < og; o++)
             rows[o] = o * gpitch;
         for (int64_t gi = 0; gi < g->groups; gi++) {
