@@ -11,8 +11,190 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * from ops.yaml:257; backward from derivatives.yaml:162 */
+yt_tensor *
+yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("pow_scalar_backward", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("pow_scalar_backward", "output"); /* keeps an earlier error */
+    if ((unsigned)self.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "pow_scalar_backward: self has an invalid scalar kind %d",
+                        (int)self.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow_scalar_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_scalar_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "pow_scalar_backward: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_scalar_backward: output has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, output};
+    static const char *const broadcast_names[2] = {"grad_output", "output"};
+    if (yt__broadcast_shapes(&result_shape, "pow_scalar_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__pow_scalar_backward_kernel_fn kernel = yt__pow_scalar_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "pow_scalar_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, self, output);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_pow_scalar_backward(result, grad_output, self, output) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * from ops.yaml:468; backward from derivatives.yaml:265 */
+yt_tensor *
+yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negative_slope)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("leaky_relu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("leaky_relu_backward", "self"); /* keeps an earlier error */
+    if ((unsigned)negative_slope.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE,
+                        "leaky_relu_backward: negative_slope has an invalid scalar kind %d",
+                        (int)negative_slope.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "leaky_relu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "leaky_relu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "leaky_relu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "leaky_relu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "leaky_relu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__leaky_relu_backward_kernel_fn kernel = yt__leaky_relu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "leaky_relu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output, self, negative_slope);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_leaky_relu_backward(result, grad_output, self, negative_slope) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * from ops.yaml:487; backward from derivatives.yaml:272 */
+yt_tensor *
+yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
+                yt_tensor *self)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("elu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("elu_backward", "self"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: alpha has an invalid scalar kind %d",
+                        (int)alpha.kind);
+    if ((unsigned)scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: scale has an invalid scalar kind %d",
+                        (int)scale.kind);
+    if ((unsigned)input_scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: input_scale has an invalid scalar kind %d",
+                        (int)input_scale.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "elu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "elu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__elu_backward_kernel_fn kernel = yt__elu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "elu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, alpha, scale, input_scale, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_elu_backward(result, grad_output, alpha, scale, input_scale, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * from ops.yaml:698; backward from derivatives.yaml:194 */
+ * from ops.yaml:1159; backward from derivatives.yaml:357 */
 yt_tensor *
 yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
                        int kernel_size_len, const int64_t *stride, int stride_len,
@@ -89,7 +271,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:711; backward from derivatives.yaml:198 */
+ * from ops.yaml:1172; backward from derivatives.yaml:361 */
 yt_tensor *
 yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
                                 int output_size_len)
@@ -154,7 +336,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * from ops.yaml:723; backward from derivatives.yaml:202 */
+ * from ops.yaml:1184; backward from derivatives.yaml:365 */
 yt_tensor *
 yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
                                     const int64_t *kernel_size, int kernel_size_len,
@@ -253,7 +435,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * from ops.yaml:733; backward from derivatives.yaml:206 */
+ * from ops.yaml:1194; backward from derivatives.yaml:369 */
 yt_tensor *
 yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 {
@@ -300,7 +482,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * from ops.yaml:742; backward from derivatives.yaml:209 */
+ * from ops.yaml:1203; backward from derivatives.yaml:372 */
 yt_tensor *
 yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
                             yt_tensor *indices)
@@ -355,7 +537,7 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:853; backward from derivatives.yaml:217 */
+ * from ops.yaml:1314; backward from derivatives.yaml:380 */
 yt_tensor *
 yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
                          int input_size_len, const int64_t *stride, int stride_len,
@@ -436,7 +618,7 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:866; backward from derivatives.yaml:221 */
+ * from ops.yaml:1327; backward from derivatives.yaml:384 */
 yt_tensor *
 yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
                           int weight_size_len, const int64_t *stride, int stride_len,
@@ -517,7 +699,7 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
 }
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
- * from ops.yaml:879 */
+ * from ops.yaml:1340 */
 yt_tensor *
 yt_conv2d_backward_bias(yt_tensor *grad_output)
 {
@@ -540,7 +722,7 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:967 */
+ * from ops.yaml:1428 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -560,7 +742,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:978 */
+ * from ops.yaml:1439 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -582,7 +764,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:985 */
+ * from ops.yaml:1446 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -608,7 +790,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:992 */
+ * from ops.yaml:1453 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -648,7 +830,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:999 */
+ * from ops.yaml:1460 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -665,7 +847,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1006 */
+ * from ops.yaml:1467 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -694,7 +876,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1013 */
+ * from ops.yaml:1474 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -729,7 +911,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:1020 */
+ * from ops.yaml:1481 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -774,7 +956,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:1027; backward from derivatives.yaml:150 */
+ * from ops.yaml:1488; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -816,7 +998,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:1035; backward from derivatives.yaml:153 */
+ * from ops.yaml:1496; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)
