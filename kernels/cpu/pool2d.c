@@ -5,12 +5,82 @@
  * Max pooling's backward is a scatter-add of the gradient at the saved indices, and the
  * derivative of that scatter is the gather at the same indices (and back), which is how the
  * double backward closes (see derivatives.yaml). */
+/* The loops are short and branch-free: let the compiler vectorize them. */
+#pragma GCC optimize("O3")
+
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
 #include "conv.h"
 #include "kernels.h"
+
+/* One output row of a 2x2, stride-2 max pool: y[ox] = the largest of rows r0 = x, r1 = x + w at
+ * columns 2 ox, 2 ox + 1 (NaN wins, the first on ties) and idx[ox] its flat position (base +
+ * offset in the pair of rows). Branch-free: the data decide every comparison, so branches
+ * would mispredict half the time. */
+#define MAX2X2_STEP(T, a, b, c, d, at, w, yv, iv)                                                  \
+    do {                                                                                           \
+        bool tb_ = (b > a) | (b != b);                                                             \
+        T m_ = tb_ ? b : a;                                                                        \
+        int64_t mi_ = tb_ ? at + 1 : at;                                                           \
+        bool tc_ = (c > m_) | (c != c);                                                            \
+        m_ = tc_ ? c : m_;                                                                         \
+        mi_ = tc_ ? at + w : mi_;                                                                  \
+        bool td_ = (d > m_) | (d != d);                                                            \
+        yv = td_ ? d : m_;                                                                         \
+        iv = td_ ? at + w + 1 : mi_;                                                               \
+    } while (0)
+
+static void
+max2x2_row_f64(double *y, int64_t *idx, const double *x, int64_t w, int64_t ow, int64_t base)
+{
+    for (int64_t ox = 0; ox < ow; ox++) {
+        const double *p = x + 2 * ox;
+        MAX2X2_STEP(double, p[0], p[1], p[w], p[w + 1], base + 2 * ox, w, y[ox], idx[ox]);
+    }
+}
+
+typedef float v8f __attribute__((vector_size(32), aligned(4)));
+typedef int32_t v8i __attribute__((vector_size(32), aligned(4)));
+typedef int64_t v8l __attribute__((vector_size(64), aligned(8)));
+
+static inline v8f
+blend8(v8i m, v8f a, v8f b) /* m ? a : b, lane by lane */
+{
+    return (v8f)(((v8i)a & m) | ((v8i)b & ~m));
+}
+
+static void
+max2x2_row_f32(float *y, int64_t *idx, const float *x, int64_t w, int64_t ow, int64_t base)
+{
+    int64_t ox = 0;
+    if (base + 2 * ow + w + 1 < INT32_MAX) { /* positions fit the 32-bit index lanes */
+        const v8i even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = even + 1;
+        for (; ox + 8 <= ow; ox += 8) {
+            const float *p = x + 2 * ox;
+            v8f u0 = *(const v8f *)p, u1 = *(const v8f *)(p + 8);
+            v8f l0 = *(const v8f *)(p + w), l1 = *(const v8f *)(p + w + 8);
+            v8f a = __builtin_shuffle(u0, u1, even), b = __builtin_shuffle(u0, u1, odd);
+            v8f c = __builtin_shuffle(l0, l1, even), d = __builtin_shuffle(l0, l1, odd);
+            v8i at = even + (int32_t)(base + 2 * ox);
+            v8i tb = (b > a) | (b != b);
+            v8f m = blend8(tb, b, a);
+            v8i mi = (tb & (at + 1)) | (~tb & at);
+            v8i tc = (c > m) | (c != c);
+            m = blend8(tc, c, m);
+            mi = (tc & (at + (int32_t)w)) | (~tc & mi);
+            v8i td = (d > m) | (d != d);
+            *(v8f *)(y + ox) = blend8(td, d, m);
+            mi = (td & (at + (int32_t)w + 1)) | (~td & mi);
+            *(v8l *)(idx + ox) = __builtin_convertvector(mi, v8l);
+        }
+    }
+    for (; ox < ow; ox++) {
+        const float *p = x + 2 * ox;
+        MAX2X2_STEP(float, p[0], p[1], p[w], p[w + 1], base + 2 * ox, w, y[ox], idx[ox]);
+    }
+}
 
 #define T   float
 #define SFX f32

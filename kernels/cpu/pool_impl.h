@@ -3,6 +3,7 @@
  * channel, and planes are spread over threads when `nt` > 1. */
 #define CAT_(a, b) a##_##b
 #define CAT(a, b)  CAT_(a, b)
+#define MAX2X2_ROW CAT(max2x2_row, SFX)
 
 /* max_pool2d: each output is the largest input in its window (NaN wins), and its index is the
  * flat position h * w + x of that input within the plane (the first one on ties). */
@@ -17,26 +18,10 @@ CAT(max_pool_forward, SFX)(T *y, int64_t *idx, const T *x, const yt__pool_geom *
         const T *xp = x + pl * hw;
         T *yp = y + pl * ohw;
         int64_t *ip = idx + pl * ohw;
-        if (simple2) { /* 2x2, stride 2: the CNN case */
-            for (int64_t oy = 0; oy < g->oh; oy++) {
-                const T *r0 = xp + 2 * oy * g->w, *r1 = r0 + g->w;
-                for (int64_t ox = 0; ox < g->ow; ox++) {
-                    int64_t base = 2 * oy * g->w + 2 * ox;
-                    T m = r0[2 * ox];
-                    int64_t mi = base;
-                    T v = r0[2 * ox + 1];
-                    if (v > m || v != v)
-                        m = v, mi = base + 1;
-                    v = r1[2 * ox];
-                    if (v > m || v != v)
-                        m = v, mi = base + g->w;
-                    v = r1[2 * ox + 1];
-                    if (v > m || v != v)
-                        m = v, mi = base + g->w + 1;
-                    yp[oy * g->ow + ox] = m;
-                    ip[oy * g->ow + ox] = mi;
-                }
-            }
+        if (simple2) { /* 2x2, stride 2: the CNN case (pool2d.c) */
+            for (int64_t oy = 0; oy < g->oh; oy++)
+                MAX2X2_ROW(yp + oy * g->ow, ip + oy * g->ow, xp + 2 * oy * g->w, g->w, g->ow,
+                           2 * oy * g->w);
             continue;
         }
         for (int64_t oy = 0; oy < g->oh; oy++) {
@@ -195,3 +180,4 @@ CAT(adaptive_avg_pool, SFX)(T *x, T *y, const yt__pool_geom *g, bool backward, i
 
 #undef CAT_
 #undef CAT
+#undef MAX2X2_ROW
