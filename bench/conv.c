@@ -1,6 +1,8 @@
-/* conv2d of the benchmark CNN (f32, batch 64), forward and backward:
+/* conv2d and max_pool2d of the benchmark CNN (f32, batch 64), forward and backward:
  *   conv1  [64, 1, 28, 28] * [8, 1, 3, 3] + bias      backward: weight and bias (the input is data)
  *   conv2  [64, 8, 13, 13] * [16, 8, 3, 3] + bias     backward: input, weight and bias
+ *   pool1  max_pool2d(2) of [64, 8, 26, 26]           backward: input
+ *   pool2  max_pool2d(2) of [64, 16, 11, 11]
  * Prints "yaten_<case>_<fwd|bwd|fwdbwd> <ms> ms" (medians); bench/conv_torch.py prints the same
  * for PyTorch and bench/conv.sh runs both interleaved. Threads: OMP_NUM_THREADS. */
 #define _POSIX_C_SOURCE 199309L
@@ -88,6 +90,31 @@ conv_fwdbwd(void *ctx)
         yt_zero_grad(leaves[i]);
 }
 
+static void
+pool_fwd(void *ctx)
+{
+    conv_case *c = ctx;
+    static const int64_t k[] = {2};
+    yt_set_grad_enabled(false);
+    yt_tensor *y = yt_max_pool2d(c->x, k, 1);
+    check(y, "max_pool2d");
+    yt_release(y);
+    yt_set_grad_enabled(true);
+}
+
+static void
+pool_fwdbwd(void *ctx)
+{
+    conv_case *c = ctx;
+    static const int64_t k[] = {2};
+    yt_tensor *y = yt_max_pool2d(c->x, k, 1);
+    check(y, "max_pool2d");
+    if (yt_backward(y, c->g, NULL) != YT_OK)
+        check(NULL, "backward");
+    yt_release(y);
+    yt_zero_grad(c->x);
+}
+
 static yt_tensor *
 randn(int64_t a, int64_t b, int64_t c, int64_t d, int dim, bool grad)
 {
@@ -118,6 +145,14 @@ conv_bench(const char *name, int64_t n, int64_t ci, int64_t h, int64_t co, int64
     yt_release(c.x), yt_release(c.w), yt_release(c.b), yt_release(c.g);
 }
 
+static void
+pool_bench(const char *name, int64_t n, int64_t ch, int64_t h)
+{
+    conv_case c = {randn(n, ch, h, h, 4, true), NULL, NULL, randn(n, ch, h / 2, h / 2, 4, false)};
+    report(name, pool_fwd, pool_fwdbwd, &c);
+    yt_release(c.x), yt_release(c.g);
+}
+
 int
 main(void)
 {
@@ -127,5 +162,7 @@ main(void)
     yt_manual_seed(0);
     conv_bench("conv1", 64, 1, 28, 8, 3, false);
     conv_bench("conv2", 64, 8, 13, 16, 3, true);
+    pool_bench("pool1", 64, 8, 26);
+    pool_bench("pool2", 64, 16, 11);
     return 0;
 }

@@ -5718,6 +5718,93 @@ yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_
     return status;
 }
 
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:388:
+ *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+ */
+typedef struct max_pool2d_with_indices_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list kernel_size; /* used by: self */
+    yt_int_list stride;      /* used by: self */
+    yt_int_list padding;     /* used by: self */
+    yt_int_list dilation;    /* used by: self */
+    bool ceil_mode;          /* used by: self */
+    yt_saved indices;        /* used by: self */
+} max_pool2d_with_indices_node;
+
+static yt_status
+max_pool2d_with_indices_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_with_indices_backward(
+            grads[0], self, node->kernel_size.v, node->kernel_size.len, node->stride.v,
+            node->stride.len, node->padding.v, node->padding.len, node->dilation.v,
+            node->dilation.len, node->ceil_mode, indices);
+        yt_release(indices);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_node_kind = {
+    .name = "MaxPool2dWithIndicesBackward",
+    .op_name = "max_pool2d_with_indices",
+    .size = sizeof(max_pool2d_with_indices_node),
+    .backward = max_pool2d_with_indices_backward,
+    .release_saved = max_pool2d_with_indices_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, const int64_t *dilation, int dilation_len,
+                                   bool ceil_mode)
+{
+    max_pool2d_with_indices_node *node =
+        (max_pool2d_with_indices_node *)yt__node_new(&max_pool2d_with_indices_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->ceil_mode = ceil_mode;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * backward, from derivatives.yaml:150:
  *   grad_output: slice(grad, dim, start, end, step)

@@ -154,6 +154,10 @@ YT_INTERNAL yt_status yt__record_conv2d_backward_weight(yt_tensor *result, yt_te
                                                         int stride_len, const int64_t *padding,
                                                         int padding_len, const int64_t *dilation,
                                                         int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

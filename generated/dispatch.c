@@ -394,6 +394,10 @@ const yt__conv2d_backward_weight_kernel_fn yt__conv2d_backward_weight_kernels[YT
     [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_weight,
 };
 
+const yt__max_pool2d_with_indices_kernel_fn yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices,
+};
+
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_zeros,
 };

@@ -524,6 +524,19 @@ YT_INTERNAL yt_status yt__cpu_conv2d_backward_weight(yt_tensor *result, yt_tenso
                                                      int padding_len, const int64_t *dilation,
                                                      int dilation_len, int64_t groups);
 
+typedef yt_status (*yt__max_pool2d_with_indices_kernel_fn)(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
+extern const yt__max_pool2d_with_indices_kernel_fn
+    yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices,
+                                                      yt_tensor *self, const int64_t *kernel_size,
+                                                      int kernel_size_len, const int64_t *stride,
+                                                      int stride_len, const int64_t *padding,
+                                                      int padding_len, const int64_t *dilation,
+                                                      int dilation_len, bool ceil_mode);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -618,6 +631,11 @@ YT_INTERNAL yt_tensor *yt__composite_conv_transpose2d(
     const int64_t *padding, int padding_len, const int64_t *output_padding, int output_padding_len,
     int64_t groups, const int64_t *dilation, int dilation_len);
 YT_INTERNAL yt_tensor *yt__composite_conv2d_backward_bias(yt_tensor *grad_output);
+YT_INTERNAL yt_tensor *yt__composite_max_pool2d(yt_tensor *self, const int64_t *kernel_size,
+                                                int kernel_size_len, const int64_t *stride,
+                                                int stride_len, const int64_t *padding,
+                                                int padding_len, const int64_t *dilation,
+                                                int dilation_len, bool ceil_mode);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

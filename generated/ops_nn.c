@@ -525,3 +525,157 @@ yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, con
     yt__scope_resume();
     return yt__scope_track(result);
 }
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1354; backward from derivatives.yaml:388 */
+yt_status
+yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                           yt_tensor **values, yt_tensor **indices)
+{
+    return yt_max_pool2d_with_indices_ex(self, kernel_size, kernel_size_len, NULL, 0, NULL, 0, NULL,
+                                         0, false, values, indices);
+}
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * from ops.yaml:1354; backward from derivatives.yaml:388 */
+yt_status
+yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                              const int64_t *stride, int stride_len, const int64_t *padding,
+                              int padding_len, const int64_t *dilation, int dilation_len,
+                              bool ceil_mode, yt_tensor **values, yt_tensor **indices)
+{
+    if (values == NULL || indices == NULL)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: values and indices must be non-NULL pointers to receive the results");
+    *values = NULL;
+    *indices = NULL;
+    if (self == NULL)
+        return yt__null_status("max_pool2d_with_indices", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype values_dtype = compute_dtype;
+    yt_dtype indices_dtype = YT_DTYPE_I64;
+    if (!((self->dim == 3 || self->dim == 4)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "max_pool2d_with_indices: expected self.dim == 3 or self.dim == 4, got self.dim=%d",
+            self->dim);
+    if (!((kernel_size_len == 1 || kernel_size_len == 2)))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "max_pool2d_with_indices: expected len(kernel_size) == 1 or len(kernel_size) == 2, got len(kernel_size)=%d",
+            kernel_size_len);
+    yt_shape values_shape;
+    if (yt__shape_pool2d(&values_shape, "max_pool2d_with_indices", self, kernel_size,
+                         kernel_size_len, stride, stride_len, padding, padding_len, dilation,
+                         dilation_len, ceil_mode) != YT_OK)
+        return yt_errcode();
+    yt_shape indices_shape = values_shape;
+    yt_device result_device = self->device;
+    yt__max_pool2d_with_indices_kernel_fn kernel =
+        yt__max_pool2d_with_indices_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "max_pool2d_with_indices: not implemented for %s",
+                               yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *new_values = yt__empty(&values_shape, values_dtype, result_device);
+    yt_tensor *new_indices =
+        new_values == NULL ? NULL : yt__empty(&indices_shape, indices_dtype, result_device);
+    yt_status status = new_indices == NULL ? yt_errcode()
+                                           : kernel(new_values, new_indices, self, kernel_size,
+                                                    kernel_size_len, stride, stride_len, padding,
+                                                    padding_len, dilation, dilation_len, ceil_mode);
+    if (status == YT_OK && recording)
+        status = yt__record_max_pool2d_with_indices(new_values, new_indices, self, kernel_size,
+                                                    kernel_size_len, stride, stride_len, padding,
+                                                    padding_len, dilation, dilation_len, ceil_mode);
+    if (status != YT_OK) {
+        yt_release(new_values);
+        yt_release(new_indices);
+        return status;
+    }
+    *values = yt__scope_track(new_values);
+    *indices = yt__scope_track(new_indices);
+    return YT_OK;
+}
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * from ops.yaml:1374 */
+yt_tensor *
+yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
+{
+    return yt_max_pool2d_ex(self, kernel_size, kernel_size_len, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * from ops.yaml:1374 */
+yt_tensor *
+yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                 const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+                 const int64_t *dilation, int dilation_len, bool ceil_mode)
+{
+    if (self == NULL)
+        return yt__null_arg("max_pool2d", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "max_pool2d: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+                        stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "max_pool2d: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+                        padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "max_pool2d: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "max_pool2d: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!((self->dim == 3 || self->dim == 4)))
+        return yt__fail(YT_ERR_SHAPE,
+                        "max_pool2d: expected self.dim == 3 or self.dim == 4, got self.dim=%d",
+                        self->dim);
+    if (!((kernel_size_len == 1 || kernel_size_len == 2)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "max_pool2d: expected len(kernel_size) == 1 or len(kernel_size) == 2, got len(kernel_size)=%d",
+            kernel_size_len);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_max_pool2d(self, kernel_size, kernel_size_len, stride, stride_len, padding,
+                                 padding_len, dilation, dilation_len, ceil_mode);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}

@@ -563,6 +563,17 @@ static const op_info
                 },
                 {
                     .schema =
+                        "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)",
+                    .doc =
+                        "2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size, padding (at most half the kernel) to 0, dilation to 1.",
+                },
+                {
+                    .schema =
+                        "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor",
+                    .doc = "2-D max pooling (max_pool2d_with_indices without the indices).",
+                },
+                {
+                    .schema =
                         "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
                     .doc =
                         "A new tensor of the given size filled with 0 (f32 unless `dtype` is given).",

@@ -9941,7 +9941,211 @@ error_conv2d_backward_bias_1084(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1085(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1085(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1086(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1087(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1088(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1089(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1090(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1091(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1092(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1093(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1094(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false, &r[0],
+                                      &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1095(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_1096(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_max_pool2d_1097(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2, true);
+}
+
+static yt_tensor *
+call_max_pool2d_1098(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0, true);
+}
+
+static yt_tensor *
+error_max_pool2d_1099(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1100(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1101(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_zeros_1102(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9950,7 +10154,7 @@ call_zeros_1085(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1086(yt_tensor *const *inputs, void *ctx)
+call_ones_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9959,7 +10163,7 @@ call_ones_1086(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1087(yt_tensor *const *inputs, void *ctx)
+call_full_1104(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9968,7 +10172,7 @@ call_full_1087(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_1088(yt_tensor *const *inputs, void *ctx)
+call_arange_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9976,7 +10180,7 @@ call_arange_1088(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1089(yt_tensor *const *inputs, void *ctx)
+call_rand_1106(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9985,7 +10189,7 @@ call_rand_1089(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1090(yt_tensor *const *inputs, void *ctx)
+error_rand_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -9994,7 +10198,7 @@ error_rand_1090(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1091(yt_tensor *const *inputs, void *ctx)
+call_randn_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10003,7 +10207,7 @@ call_randn_1091(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1092(yt_tensor *const *inputs, void *ctx)
+error_randn_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -10012,7 +10216,7 @@ error_randn_1092(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1093(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -10020,7 +10224,7 @@ call_sum_to_1093(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1094(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -10028,7 +10232,7 @@ call_sum_to_1094(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1095(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -15196,10 +15400,143 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1085,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1086,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1087,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1088,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_values_1089,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_indices_1090,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1091,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:1367 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1092,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:1385 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1096,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:1385 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1097,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:1385 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_1098,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "zeros",
-        .where = "ops.yaml:1365 sample 0",
+        .where = "ops.yaml:1402 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1085,
+        .call = call_zeros_1102,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15207,9 +15544,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1373 sample 0",
+        .where = "ops.yaml:1410 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1086,
+        .call = call_ones_1103,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15217,9 +15554,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1381 sample 0",
+        .where = "ops.yaml:1418 sample 0",
         .n_inputs = 0,
-        .call = call_full_1087,
+        .call = call_full_1104,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15227,9 +15564,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1396 sample 0",
+        .where = "ops.yaml:1433 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1088,
+        .call = call_arange_1105,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15237,9 +15574,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1404 sample 0",
+        .where = "ops.yaml:1441 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1089,
+        .call = call_rand_1106,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15247,9 +15584,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1415 sample 0",
+        .where = "ops.yaml:1452 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1091,
+        .call = call_randn_1108,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15257,10 +15594,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1434 sample 0",
+        .where = "ops.yaml:1471 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1093,
+        .call = call_sum_to_1110,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -15268,10 +15605,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1434 sample 1",
+        .where = "ops.yaml:1471 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1094,
+        .call = call_sum_to_1111,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -16759,27 +17096,81 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:1359: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1093,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:1361: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1094,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:1354: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_with_indices_1095,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:1379: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1099,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:1381: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1100,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:1374: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_1101,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:1409: is_floating(result_dtype)",
+        .what = "ops.yaml:1446: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1090,
+        .call = error_rand_1107,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1420: is_floating(result_dtype)",
+        .what = "ops.yaml:1457: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1092,
+        .call = error_randn_1109,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1428: dtype of self",
+        .what = "ops.yaml:1465: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1095,
+        .call = error_sum_to_1112,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

@@ -2530,24 +2530,134 @@ def case_431(grad_output):
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_432():
-    """zeros (ops.yaml:1365 sample 0)"""
+def case_432(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_433(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_434(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_435(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_436(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_437(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_438(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_439(self):
+    """max_pool2d_with_indices (ops.yaml:1367 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_440(self):
+    """max_pool2d (ops.yaml:1385 sample 0)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_441(self):
+    """max_pool2d (ops.yaml:1385 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_442(self):
+    """max_pool2d (ops.yaml:1385 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_443():
+    """zeros (ops.yaml:1402 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_433():
-    """ones (ops.yaml:1373 sample 0)"""
+def case_444():
+    """ones (ops.yaml:1410 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_434():
-    """full (ops.yaml:1381 sample 0)"""
+def case_445():
+    """full (ops.yaml:1418 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -2555,8 +2665,8 @@ def case_434():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_435():
-    """arange (ops.yaml:1396 sample 0)"""
+def case_446():
+    """arange (ops.yaml:1433 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -2565,30 +2675,30 @@ def case_435():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_436():
-    """rand (ops.yaml:1404 sample 0)"""
+def case_447():
+    """rand (ops.yaml:1441 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_437():
-    """randn (ops.yaml:1415 sample 0)"""
+def case_448():
+    """randn (ops.yaml:1452 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_438(self):
-    """sum_to (ops.yaml:1434 sample 0)"""
+def case_449(self):
+    """sum_to (ops.yaml:1471 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_439(self):
-    """sum_to (ops.yaml:1434 sample 1)"""
+def case_450(self):
+    """sum_to (ops.yaml:1471 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -3890,28 +4000,61 @@ CASES = [
     dict(op="conv2d_backward_bias", where="ops.yaml:1349 sample 1", fn=case_431, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:1365 sample 0", fn=case_432, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="ones", where="ops.yaml:1373 sample 0", fn=case_433, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="full", where="ops.yaml:1381 sample 0", fn=case_434, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="arange", where="ops.yaml:1396 sample 0", fn=case_435, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="rand", where="ops.yaml:1404 sample 0", fn=case_436, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="randn", where="ops.yaml:1415 sample 0", fn=case_437, tensors=[],
-         free=[], dtypes=[],
-         random=False),
-    dict(op="sum_to", where="ops.yaml:1434 sample 0", fn=case_438, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 0 result values", fn=case_432, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1434 sample 1", fn=case_439, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 0 result indices", fn=case_433, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 1 result values", fn=case_434, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 1 result indices", fn=case_435, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 2 result values", fn=case_436, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 2 result indices", fn=case_437, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 3 result values", fn=case_438, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:1367 sample 3 result indices", fn=case_439, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:1385 sample 0", fn=case_440, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:1385 sample 1", fn=case_441, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:1385 sample 2", fn=case_442, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="zeros", where="ops.yaml:1402 sample 0", fn=case_443, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="ones", where="ops.yaml:1410 sample 0", fn=case_444, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:1418 sample 0", fn=case_445, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="arange", where="ops.yaml:1433 sample 0", fn=case_446, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="rand", where="ops.yaml:1441 sample 0", fn=case_447, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="randn", where="ops.yaml:1452 sample 0", fn=case_448, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:1471 sample 0", fn=case_449, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:1471 sample 1", fn=case_450, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -90,15 +90,6 @@ YT_INTERNAL void yt__conv_gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_
                                    const double *b, int64_t rsb, int64_t csb, double beta,
                                    double *c, int64_t rsc, int64_t csc);
 
-/* The kernel of max_pool2d_with_indices, whose schema (two results) needs a generator feature
- * still being added; generated/kernels.h declares it once ops.yaml lists it. */
-YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices,
-                                                      yt_tensor *self, const int64_t *kernel_size,
-                                                      int kernel_size_len, const int64_t *stride,
-                                                      int stride_len, const int64_t *padding,
-                                                      int padding_len, const int64_t *dilation,
-                                                      int dilation_len, bool ceil_mode);
-
 typedef enum { YT_CONV_FORWARD, YT_CONV_BACKWARD_INPUT, YT_CONV_BACKWARD_WEIGHT } yt__conv_kind;
 
 /* Whether yt__conv_direct handles the geometry (stride 1). */

@@ -384,6 +384,105 @@ Test(max_pool2d_backward, scatters_at_indices_and_checks_them)
     YT_ASSERT_NO_LEAKS();
 }
 
+Test(max_pool2d, matches_reference_with_padding_dilation_ceil_mode)
+{
+    int64_t xs[4] = {2, 3, 7, 8};
+    double *xv;
+    yt_tensor *x = random_tensor(xs, 4, YT_DTYPE_F64, &xv);
+    int64_t k[2] = {3, 2}, s[2] = {2, 3}, p[2] = {1, 1}, d[2] = {2, 1};
+    yt_tensor *values = NULL, *indices = NULL;
+    cr_assert_eq(yt_max_pool2d_with_indices_ex(x, k, 2, s, 2, p, 2, d, 2, true, &values, &indices),
+                 YT_OK, "%s", yt_errmsg());
+    int64_t oh = yt_tensor_size(values, 2), ow = yt_tensor_size(values, 3);
+    /* ceil: rows (7 + 2 - 4 - 1 + 1) / 2 + 1 = 3 -> last start 4 < 7 + 1: 3; cols (8 + 2 - 1 - 1 +
+     * 2) / 3 + 1 = 4 -> last start 9 >= 8 + 1: 3 */
+    cr_assert(oh == 3 && ow == 3, "got %lldx%lld", (long long)oh, (long long)ow);
+    double *got = values_of(values), *gi = values_of(indices);
+    for (int64_t pl = 0; pl < 6; pl++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++) {
+                double best = -INFINITY;
+                int64_t at = -1;
+                for (int64_t i = 0; i < k[0]; i++)
+                    for (int64_t j = 0; j < k[1]; j++) {
+                        int64_t yy = oy * s[0] - p[0] + i * d[0], xx = ox * s[1] - p[1] + j * d[1];
+                        if (yy < 0 || yy >= 7 || xx < 0 || xx >= 8)
+                            continue;
+                        double v = xv[pl * 56 + yy * 8 + xx];
+                        if (at < 0 || v > best)
+                            best = v, at = yy * 8 + xx;
+                    }
+                int64_t q = (pl * oh + oy) * ow + ox;
+                cr_assert(got[q] == best && gi[q] == (double)at, "plane %lld (%lld, %lld)",
+                          (long long)pl, (long long)oy, (long long)ox);
+            }
+    free(got), free(gi), free(xv);
+    yt_release(values), yt_release(indices), yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(max_pool2d, nan_wins_ties_take_the_first_and_the_gradient_goes_there)
+{
+    float v[16] = {1,  5,  2,         0,         3,  NAN, 7,         7,
+                   -1, -2, -INFINITY, -INFINITY, -3, -4,  -INFINITY, -INFINITY};
+    int64_t xs[4] = {1, 1, 4, 4}, k = 2;
+    yt_tensor *x = yt_tensor_from_data(v, xs, 4, YT_DTYPE_F32);
+    yt_set_requires_grad(x, true);
+    yt_tensor *y = yt_max_pool2d(x, &k, 1);
+    double *got = values_of(y);
+    cr_assert(isnan(got[0]) && got[1] == 7 && got[2] == -1 && got[3] == -INFINITY);
+    double ones[4] = {1, 1, 1, 1};
+    int64_t ys[4] = {1, 1, 2, 2};
+    yt_tensor *g = yt_tensor_from_data(ones, ys, 4, YT_DTYPE_F64);
+    yt_tensor *gf = yt_to(g, YT_DTYPE_F32);
+    cr_assert_eq(yt_backward(y, gf, NULL), YT_OK, "%s", yt_errmsg());
+    double *gx = grad_values(x);
+    double want[16] = {0};
+    want[5] = want[6] = want[8] = want[10] = 1; /* NaN, the first 7, -1, the first -inf */
+    assert_close(gx, want, 16, 0, "max_pool2d gradient");
+    free(got), free(gx);
+    yt_release(g), yt_release(gf), yt_release(y), yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(max_pool2d, vectorized_2x2_rows_match_reference)
+{
+    /* width 37: 18 outputs per row = two 8-wide steps and a scalar tail; values from a small
+     * set so ties are common, and a few NaN */
+    int64_t xs[4] = {2, 3, 20, 37};
+    int64_t n = 2 * 3 * 20 * 37;
+    float *v = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = i % 97 == 5 ? NAN : (float)((i * 7919) % 5);
+    yt_tensor *x = yt_tensor_from_data(v, xs, 4, YT_DTYPE_F32);
+    int64_t k = 2;
+    yt_tensor *values = NULL, *indices = NULL;
+    cr_assert_eq(yt_max_pool2d_with_indices_ex(x, &k, 1, NULL, 0, NULL, 0, NULL, 0, false, &values,
+                                               &indices),
+                 YT_OK, "%s", yt_errmsg());
+    double *got = values_of(values), *gi = values_of(indices);
+    for (int64_t pl = 0; pl < 6; pl++)
+        for (int64_t oy = 0; oy < 10; oy++)
+            for (int64_t ox = 0; ox < 18; ox++) {
+                float best = 0;
+                int64_t at = -1;
+                for (int64_t i = 0; i < 2; i++)
+                    for (int64_t j = 0; j < 2; j++) {
+                        int64_t q = (2 * oy + i) * 37 + 2 * ox + j;
+                        float e = v[pl * 740 + q];
+                        if (at < 0 || e > best || isnan(e))
+                            best = e, at = q;
+                    }
+                int64_t o = (pl * 10 + oy) * 18 + ox;
+                cr_assert(gi[o] == (double)at && (isnan(best) ? isnan(got[o]) : got[o] == best),
+                          "plane %lld (%lld, %lld): %g at %g, expected %g at %lld", (long long)pl,
+                          (long long)oy, (long long)ox, got[o], gi[o], best, (long long)at);
+            }
+    free(got), free(gi), free(v);
+    yt_release(values), yt_release(indices), yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- errors */
 
 static yt_tensor *
