@@ -45,11 +45,8 @@ typedef float v8f __attribute__((vector_size(32), aligned(4)));
 typedef int32_t v8i __attribute__((vector_size(32), aligned(4)));
 typedef int64_t v8l __attribute__((vector_size(64), aligned(8)));
 
-static inline v8f
-blend8(v8i m, v8f a, v8f b) /* m ? a : b, lane by lane */
-{
-    return (v8f)(((v8i)a & m) | ((v8i)b & ~m));
-}
+/* m ? a : b, lane by lane (a macro: passing vectors by value depends on the ISA's ABI) */
+#define BLEND8(m, a, b) ((v8f)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m))))
 
 static void
 max2x2_row_f32(float *y, int64_t *idx, const float *x, int64_t w, int64_t ow, int64_t base)
@@ -65,13 +62,13 @@ max2x2_row_f32(float *y, int64_t *idx, const float *x, int64_t w, int64_t ow, in
             v8f c = __builtin_shuffle(l0, l1, even), d = __builtin_shuffle(l0, l1, odd);
             v8i at = even + (int32_t)(base + 2 * ox);
             v8i tb = (b > a) | (b != b);
-            v8f m = blend8(tb, b, a);
+            v8f m = BLEND8(tb, b, a);
             v8i mi = (tb & (at + 1)) | (~tb & at);
             v8i tc = (c > m) | (c != c);
-            m = blend8(tc, c, m);
+            m = BLEND8(tc, c, m);
             mi = (tc & (at + (int32_t)w)) | (~tc & mi);
             v8i td = (d > m) | (d != d);
-            *(v8f *)(y + ox) = blend8(td, d, m);
+            *(v8f *)(y + ox) = BLEND8(td, d, m);
             mi = (td & (at + (int32_t)w + 1)) | (~td & mi);
             *(v8l *)(idx + ox) = __builtin_convertvector(mi, v8l);
         }
