@@ -6569,8 +6569,869 @@ yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
     return status;
 }
 
-/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * backward, from derivatives.yaml:459:
+ *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ */
+typedef struct avg_pool2d_node {
+    yt_node base;             /* must be first */
+    yt_saved self;            /* used by: self */
+    yt_int_list kernel_size;  /* used by: self */
+    yt_int_list stride;       /* used by: self */
+    yt_int_list padding;      /* used by: self */
+    bool ceil_mode;           /* used by: self */
+    bool count_include_pad;   /* used by: self */
+    int64_t divisor_override; /* used by: self */
+} avg_pool2d_node;
+
+static yt_status
+avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_avg_pool2d_backward(grads[0], self, node->kernel_size.v, node->kernel_size.len,
+                                        node->stride.v, node->stride.len, node->padding.v,
+                                        node->padding.len, node->ceil_mode, node->count_include_pad,
+                                        node->divisor_override);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_release_saved(yt_node *node_)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind avg_pool2d_node_kind = {
+    .name = "AvgPool2dBackward",
+    .op_name = "avg_pool2d",
+    .size = sizeof(avg_pool2d_node),
+    .backward = avg_pool2d_backward,
+    .release_saved = avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_size,
+                      int kernel_size_len, const int64_t *stride, int stride_len,
+                      const int64_t *padding, int padding_len, bool ceil_mode,
+                      bool count_include_pad, int64_t divisor_override)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)yt__node_new(&avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:462:
+ *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
+ */
+typedef struct adaptive_avg_pool2d_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list output_size; /* used by: self */
+} adaptive_avg_pool2d_node;
+
+static yt_status
+adaptive_avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_adaptive_avg_pool2d_backward(grads[0], self, node->output_size.v,
+                                                 node->output_size.len);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_release_saved(yt_node *node_)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind adaptive_avg_pool2d_node_kind = {
+    .name = "AdaptiveAvgPool2dBackward",
+    .op_name = "adaptive_avg_pool2d",
+    .size = sizeof(adaptive_avg_pool2d_node),
+    .backward = adaptive_avg_pool2d_backward,
+    .release_saved = adaptive_avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *output_size,
+                               int output_size_len)
+{
+    adaptive_avg_pool2d_node *node =
+        (adaptive_avg_pool2d_node *)yt__node_new(&adaptive_avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
  * backward, from derivatives.yaml:465:
+ *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct avg_pool2d_backward_node {
+    yt_node base;             /* must be first */
+    yt_int_list kernel_size;  /* used by: grad_output */
+    yt_int_list stride;       /* used by: grad_output */
+    yt_int_list padding;      /* used by: grad_output */
+    bool ceil_mode;           /* used by: grad_output */
+    bool count_include_pad;   /* used by: grad_output */
+    int64_t divisor_override; /* used by: grad_output */
+    yt_shape self_shape;      /* used by: self */
+    yt_dtype self_dtype;      /* used by: self */
+} avg_pool2d_backward_node;
+
+static yt_status
+avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_backward_node *node = (avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] =
+            yt_avg_pool2d_ex(grads[0], node->kernel_size.v, node->kernel_size.len, node->stride.v,
+                             node->stride.len, node->padding.v, node->padding.len, node->ceil_mode,
+                             node->count_include_pad, node->divisor_override);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind avg_pool2d_backward_node_kind = {
+    .name = "AvgPool2dBackwardBackward",
+    .op_name = "avg_pool2d_backward",
+    .size = sizeof(avg_pool2d_backward_node),
+    .backward = avg_pool2d_backward_backward,
+    .release_saved = avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                               const int64_t *kernel_size, int kernel_size_len,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, bool ceil_mode, bool count_include_pad,
+                               int64_t divisor_override)
+{
+    avg_pool2d_backward_node *node =
+        (avg_pool2d_backward_node *)yt__node_new(&avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:469:
+ *   grad_output: adaptive_avg_pool2d(grad, output_size)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct adaptive_avg_pool2d_backward_node {
+    yt_node base;            /* must be first */
+    yt_int_list output_size; /* used by: grad_output */
+    yt_shape self_shape;     /* used by: self */
+    yt_dtype self_dtype;     /* used by: self */
+} adaptive_avg_pool2d_backward_node;
+
+static yt_status
+adaptive_avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_adaptive_avg_pool2d(grads[0], node->output_size.v, node->output_size.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind adaptive_avg_pool2d_backward_node_kind = {
+    .name = "AdaptiveAvgPool2dBackwardBackward",
+    .op_name = "adaptive_avg_pool2d_backward",
+    .size = sizeof(adaptive_avg_pool2d_backward_node),
+    .backward = adaptive_avg_pool2d_backward_backward,
+    .release_saved = adaptive_avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                        const int64_t *output_size, int output_size_len)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)yt__node_new(
+        &adaptive_avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:473:
+ *   grad_output: max_pool2d_index_gather(grad, indices)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct max_pool2d_with_indices_backward_node {
+    yt_node base;        /* must be first */
+    yt_saved indices;    /* used by: grad_output */
+    yt_shape self_shape; /* used by: self */
+    yt_dtype self_dtype; /* used by: self */
+} max_pool2d_with_indices_backward_node;
+
+static yt_status
+max_pool2d_with_indices_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_backward_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_backward_node_kind = {
+    .name = "MaxPool2dWithIndicesBackwardBackward",
+    .op_name = "max_pool2d_with_indices_backward",
+    .size = sizeof(max_pool2d_with_indices_backward_node),
+    .backward = max_pool2d_with_indices_backward_backward,
+    .release_saved = max_pool2d_with_indices_backward_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_output,
+                                            yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_with_indices_backward_node *node =
+        (max_pool2d_with_indices_backward_node *)yt__node_new(
+            &max_pool2d_with_indices_backward_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:477:
+ *   self: max_pool2d_index_scatter(grad, self.shape, indices)
+ */
+typedef struct max_pool2d_index_gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    yt_saved indices;    /* used by: self */
+} max_pool2d_index_gather_node;
+
+static yt_status
+max_pool2d_index_gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_scatter(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                             indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_gather_release_saved(yt_node *node_)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_gather_node_kind = {
+    .name = "MaxPool2dIndexGatherBackward",
+    .op_name = "max_pool2d_index_gather",
+    .size = sizeof(max_pool2d_index_gather_node),
+    .backward = max_pool2d_index_gather_backward,
+    .release_saved = max_pool2d_index_gather_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_index_gather_node *node =
+        (max_pool2d_index_gather_node *)yt__node_new(&max_pool2d_index_gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:480:
+ *   grad: max_pool2d_index_gather(grad, indices)
+ */
+typedef struct max_pool2d_index_scatter_node {
+    yt_node base;     /* must be first */
+    yt_saved indices; /* used by: grad */
+} max_pool2d_index_scatter_node;
+
+static yt_status
+max_pool2d_index_scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_scatter_release_saved(yt_node *node_)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_scatter_node_kind = {
+    .name = "MaxPool2dIndexScatterBackward",
+    .op_name = "max_pool2d_index_scatter",
+    .size = sizeof(max_pool2d_index_scatter_node),
+    .backward = max_pool2d_index_scatter_backward,
+    .release_saved = max_pool2d_index_scatter_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tensor *indices)
+{
+    max_pool2d_index_scatter_node *node =
+        (max_pool2d_index_scatter_node *)yt__node_new(&max_pool2d_index_scatter_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * backward, from derivatives.yaml:483:
+ *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
+ *   bias: conv2d_backward_bias(grad)
+ */
+typedef struct conv2d_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: input */
+    yt_shape input_shape;  /* used by: input */
+    yt_int_list stride;    /* used by: input, weight */
+    yt_int_list padding;   /* used by: input, weight */
+    yt_int_list dilation;  /* used by: input, weight */
+    int64_t groups;        /* used by: input, weight */
+    yt_saved input;        /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_node;
+
+static yt_status
+conv2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] = yt_conv2d_backward_input(grads[0], weight, node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_conv2d_backward_weight(grads[0], input, node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        out[2] = yt_conv2d_backward_bias(grads[0]);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_release_saved(yt_node *node_)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->input);
+}
+
+static const yt_node_kind conv2d_node_kind = {
+    .name = "Conv2dBackward",
+    .op_name = "conv2d",
+    .size = sizeof(conv2d_node),
+    .backward = conv2d_backward,
+    .release_saved = conv2d_release_saved,
+};
+
+yt_status
+yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+                  const int64_t *dilation, int dilation_len, int64_t groups)
+{
+    conv2d_node *node = (conv2d_node *)yt__node_new(&conv2d_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, input);
+    yt__node_set_edge(&node->base, 1, weight);
+    yt__node_set_edge(&node->base, 2, bias);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:488:
+ *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_input_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: grad_output */
+    yt_int_list stride;    /* used by: grad_output, weight */
+    yt_int_list padding;   /* used by: grad_output, weight */
+    yt_int_list dilation;  /* used by: grad_output, weight */
+    int64_t groups;        /* used by: grad_output, weight */
+    yt_saved grad_output;  /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_backward_input_node;
+
+static yt_status
+conv2d_backward_input_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] =
+            yt_conv2d_ex(grads[0], weight, NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_weight(grad_output, grads[0], node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_input_release_saved(yt_node *node_)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_input_node_kind = {
+    .name = "Conv2dBackwardInputBackward",
+    .op_name = "conv2d_backward_input",
+    .size = sizeof(conv2d_backward_input_node),
+    .backward = conv2d_backward_input_backward,
+    .release_saved = conv2d_backward_input_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight,
+                                 const int64_t *stride, int stride_len, const int64_t *padding,
+                                 int padding_len, const int64_t *dilation, int dilation_len,
+                                 int64_t groups)
+{
+    conv2d_backward_input_node *node =
+        (conv2d_backward_input_node *)yt__node_new(&conv2d_backward_input_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:492:
+ *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
+ *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_weight_node {
+    yt_node base;         /* must be first */
+    yt_saved input;       /* used by: grad_output */
+    yt_int_list stride;   /* used by: grad_output, input */
+    yt_int_list padding;  /* used by: grad_output, input */
+    yt_int_list dilation; /* used by: grad_output, input */
+    int64_t groups;       /* used by: grad_output, input */
+    yt_saved grad_output; /* used by: input */
+    yt_shape input_shape; /* used by: input */
+} conv2d_backward_weight_node;
+
+static yt_status
+conv2d_backward_weight_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[0] =
+            yt_conv2d_ex(input, grads[0], NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_input(grad_output, grads[0], node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_weight_release_saved(yt_node *node_)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_weight_node_kind = {
+    .name = "Conv2dBackwardWeightBackward",
+    .op_name = "conv2d_backward_weight",
+    .size = sizeof(conv2d_backward_weight_node),
+    .backward = conv2d_backward_weight_backward,
+    .release_saved = conv2d_backward_weight_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_tensor *input,
+                                  const int64_t *stride, int stride_len, const int64_t *padding,
+                                  int padding_len, const int64_t *dilation, int dilation_len,
+                                  int64_t groups)
+{
+    conv2d_backward_weight_node *node =
+        (conv2d_backward_weight_node *)yt__node_new(&conv2d_backward_weight_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, input);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:496:
+ *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+ */
+typedef struct max_pool2d_with_indices_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list kernel_size; /* used by: self */
+    yt_int_list stride;      /* used by: self */
+    yt_int_list padding;     /* used by: self */
+    yt_int_list dilation;    /* used by: self */
+    bool ceil_mode;          /* used by: self */
+    yt_saved indices;        /* used by: self */
+} max_pool2d_with_indices_node;
+
+static yt_status
+max_pool2d_with_indices_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_with_indices_backward(
+            grads[0], self, node->kernel_size.v, node->kernel_size.len, node->stride.v,
+            node->stride.len, node->padding.v, node->padding.len, node->dilation.v,
+            node->dilation.len, node->ceil_mode, indices);
+        yt_release(indices);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_node_kind = {
+    .name = "MaxPool2dWithIndicesBackward",
+    .op_name = "max_pool2d_with_indices",
+    .size = sizeof(max_pool2d_with_indices_node),
+    .backward = max_pool2d_with_indices_backward,
+    .release_saved = max_pool2d_with_indices_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, const int64_t *dilation, int dilation_len,
+                                   bool ceil_mode)
+{
+    max_pool2d_with_indices_node *node =
+        (max_pool2d_with_indices_node *)yt__node_new(&max_pool2d_with_indices_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->ceil_mode = ceil_mode;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:506:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -6627,7 +7488,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:468:
+ * backward, from derivatives.yaml:509:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -6684,7 +7545,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:471:
+ * backward, from derivatives.yaml:512:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -6759,7 +7620,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:475:
+ * backward, from derivatives.yaml:516:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -6834,7 +7695,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:482:
+ * backward, from derivatives.yaml:523:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

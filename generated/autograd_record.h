@@ -163,6 +163,49 @@ YT_INTERNAL yt_status yt__record_sort_stable(yt_tensor *values, yt_tensor *indic
                                              int64_t dim);
 YT_INTERNAL yt_status yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                       int64_t dim);
+YT_INTERNAL yt_status yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                            const int64_t *kernel_size, int kernel_size_len,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len, bool ceil_mode,
+                                            bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                     const int64_t *output_size,
+                                                     int output_size_len);
+YT_INTERNAL yt_status yt__record_avg_pool2d_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                              yt_tensor *grad_output,
+                                                              yt_tensor *self,
+                                                              const int64_t *output_size,
+                                                              int output_size_len);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices_backward(yt_tensor *result,
+                                                                  yt_tensor *grad_output,
+                                                                  yt_tensor *self,
+                                                                  yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                         yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                          yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                        yt_tensor *bias, const int64_t *stride, int stride_len,
+                                        const int64_t *padding, int padding_len,
+                                        const int64_t *dilation, int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *weight, const int64_t *stride,
+                                                       int stride_len, const int64_t *padding,
+                                                       int padding_len, const int64_t *dilation,
+                                                       int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *input, const int64_t *stride,
+                                                        int stride_len, const int64_t *padding,
+                                                        int padding_len, const int64_t *dilation,
+                                                        int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
 YT_INTERNAL yt_status yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
 YT_INTERNAL yt_status yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,

@@ -484,6 +484,53 @@ const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_topk,
 };
 
+const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d,
+};
+
+const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d,
+};
+
+const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d_backward,
+};
+
+const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d_backward,
+};
+
+const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices_backward,
+};
+
+const yt__max_pool2d_index_gather_kernel_fn yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_gather,
+};
+
+const yt__max_pool2d_index_scatter_kernel_fn yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_scatter,
+};
+
+const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d,
+};
+
+const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_input,
+};
+
+const yt__conv2d_backward_weight_kernel_fn yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_weight,
+};
+
+const yt__max_pool2d_with_indices_kernel_fn yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices,
+};
+
 const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_softmax,
 };

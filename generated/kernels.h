@@ -609,6 +609,126 @@ extern const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t k, int64_t dim, bool largest, bool sorted);
 
+typedef yt_status (*yt__avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                              const int64_t *kernel_size, int kernel_size_len,
+                                              const int64_t *stride, int stride_len,
+                                              const int64_t *padding, int padding_len,
+                                              bool ceil_mode, bool count_include_pad,
+                                              int64_t divisor_override);
+extern const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                         const int64_t *kernel_size, int kernel_size_len,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len, bool ceil_mode,
+                                         bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                       const int64_t *output_size,
+                                                       int output_size_len);
+extern const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                  const int64_t *output_size, int output_size_len);
+
+typedef yt_status (*yt__avg_pool2d_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+extern const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_tensor *self, const int64_t *kernel_size,
+                                                  int kernel_size_len, const int64_t *stride,
+                                                  int stride_len, const int64_t *padding,
+                                                  int padding_len, bool ceil_mode,
+                                                  bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_backward_kernel_fn)(yt_tensor *result,
+                                                                yt_tensor *grad_output,
+                                                                yt_tensor *self,
+                                                                const int64_t *output_size,
+                                                                int output_size_len);
+extern const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                           yt_tensor *grad_output, yt_tensor *self,
+                                                           const int64_t *output_size,
+                                                           int output_size_len);
+
+typedef yt_status (*yt__max_pool2d_with_indices_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+extern const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_gather_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                           yt_tensor *indices);
+extern const yt__max_pool2d_index_gather_kernel_fn
+    yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                      yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_scatter_kernel_fn)(yt_tensor *result, yt_tensor *grad,
+                                                            const int64_t *self_size,
+                                                            int self_size_len, yt_tensor *indices);
+extern const yt__max_pool2d_index_scatter_kernel_fn
+    yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                       const int64_t *self_size, int self_size_len,
+                                                       yt_tensor *indices);
+
+typedef yt_status (*yt__conv2d_kernel_fn)(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                          yt_tensor *bias, const int64_t *stride, int stride_len,
+                                          const int64_t *padding, int padding_len,
+                                          const int64_t *dilation, int dilation_len,
+                                          int64_t groups);
+extern const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                     yt_tensor *bias, const int64_t *stride, int stride_len,
+                                     const int64_t *padding, int padding_len,
+                                     const int64_t *dilation, int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_input_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+    int input_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *weight, const int64_t *input_size,
+                                                    int input_size_len, const int64_t *stride,
+                                                    int stride_len, const int64_t *padding,
+                                                    int padding_len, const int64_t *dilation,
+                                                    int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_weight_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+    int weight_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_weight_kernel_fn
+    yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_tensor *input, const int64_t *weight_size,
+                                                     int weight_size_len, const int64_t *stride,
+                                                     int stride_len, const int64_t *padding,
+                                                     int padding_len, const int64_t *dilation,
+                                                     int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__max_pool2d_with_indices_kernel_fn)(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
+extern const yt__max_pool2d_with_indices_kernel_fn
+    yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices,
+                                                      yt_tensor *self, const int64_t *kernel_size,
+                                                      int kernel_size_len, const int64_t *stride,
+                                                      int stride_len, const int64_t *padding,
+                                                      int padding_len, const int64_t *dilation,
+                                                      int dilation_len, bool ceil_mode);
+
 typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
                                            yt_dtype dtype);
 extern const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT];
@@ -860,6 +980,31 @@ YT_INTERNAL yt_tensor *yt__composite_index(yt_tensor *self, yt_tensor *const *in
                                            int indices_len);
 YT_INTERNAL yt_tensor *yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices,
                                                int indices_len, yt_tensor *values, bool accumulate);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len,
+                                            const int64_t *dilation, int dilation_len,
+                                            int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv_transpose2d(
+    yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride, int stride_len,
+    const int64_t *padding, int padding_len, const int64_t *output_padding, int output_padding_len,
+    int64_t groups, const int64_t *dilation, int dilation_len);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_backward_bias(yt_tensor *grad_output);
+YT_INTERNAL yt_tensor *yt__composite_max_pool2d(yt_tensor *self, const int64_t *kernel_size,
+                                                int kernel_size_len, const int64_t *stride,
+                                                int stride_len, const int64_t *padding,
+                                                int padding_len, const int64_t *dilation,
+                                                int dilation_len, bool ceil_mode);
 YT_INTERNAL yt_tensor *yt__composite_softmax_double_backward(yt_tensor *grad,
                                                              yt_tensor *grad_output,
                                                              yt_tensor *output, int64_t dim);

@@ -650,8 +650,536 @@ yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t 
     return yt__scope_track(result);
 }
 
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * from ops.yaml:2000; backward from derivatives.yaml:465 */
+yt_tensor *
+yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+                       int kernel_size_len, const int64_t *stride, int stride_len,
+                       const int64_t *padding, int padding_len, bool ceil_mode,
+                       bool count_include_pad, int64_t divisor_override)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("avg_pool2d_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__avg_pool2d_backward_kernel_fn kernel = yt__avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, ceil_mode, count_include_pad, divisor_override);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_avg_pool2d_backward(result, grad_output, self, kernel_size, kernel_size_len,
+                                       stride, stride_len, padding, padding_len, ceil_mode,
+                                       count_include_pad, divisor_override) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * from ops.yaml:2013; backward from derivatives.yaml:469 */
+yt_tensor *
+yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
+                                int output_size_len)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (output_size_len < 0 || output_size_len > YT_MAX_DIM ||
+        (output_size == NULL && output_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "adaptive_avg_pool2d_backward: output_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "adaptive_avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "adaptive_avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__adaptive_avg_pool2d_backward_kernel_fn kernel =
+        yt__adaptive_avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "adaptive_avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, self, output_size, output_size_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_adaptive_avg_pool2d_backward(result, grad_output, self, output_size,
+                                                             output_size_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * from ops.yaml:2025; backward from derivatives.yaml:473 */
+yt_tensor *
+yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
+                                    const int64_t *kernel_size, int kernel_size_len,
+                                    const int64_t *stride, int stride_len, const int64_t *padding,
+                                    int padding_len, const int64_t *dilation, int dilation_len,
+                                    bool ceil_mode, yt_tensor *indices)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "indices"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_with_indices_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (indices->device != grad_output->device)
+        return yt__fail(
+            YT_ERR_DEVICE,
+            "max_pool2d_with_indices_backward: indices is on %s but grad_output is on %s",
+            yt_device_name(indices->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_with_indices_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__max_pool2d_with_indices_backward_kernel_fn kernel =
+        yt__max_pool2d_with_indices_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_with_indices_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, dilation, dilation_len, ceil_mode, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_max_pool2d_with_indices_backward(result, grad_output, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * from ops.yaml:2035; backward from derivatives.yaml:477 */
+yt_tensor *
+yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
+{
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_gather: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_gather: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_gather: indices is on %s but self is on %s",
+                        yt_device_name(indices->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_index_gather", indices) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__max_pool2d_index_gather_kernel_fn kernel =
+        yt__max_pool2d_index_gather_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_gather: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_gather(result, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * from ops.yaml:2044; backward from derivatives.yaml:480 */
+yt_tensor *
+yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
+                            yt_tensor *indices)
+{
+    if (grad == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "indices"); /* keeps an earlier error */
+    if (self_size_len < 0 || self_size_len > YT_MAX_DIM || (self_size == NULL && self_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_index_scatter: self_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_scatter: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_scatter: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_scatter: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt_dtype compute_dtype = grad->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "max_pool2d_index_scatter", "self_size", self_size,
+                             self_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad->device;
+    yt__max_pool2d_index_scatter_kernel_fn kernel =
+        yt__max_pool2d_index_scatter_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_scatter: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_scatter(result, grad, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2155; backward from derivatives.yaml:488 */
+yt_tensor *
+yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+                         int input_size_len, const int64_t *stride, int stride_len,
+                         const int64_t *padding, int padding_len, const int64_t *dilation,
+                         int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_input", "grad_output"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d_backward_input", "weight"); /* keeps an earlier error */
+    if (input_size_len < 0 || input_size_len > YT_MAX_DIM ||
+        (input_size == NULL && input_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: input_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            input_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_input: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_input: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_input", "input_size", input_size,
+                             input_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_input_kernel_fn kernel = yt__conv2d_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, weight};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, weight, input_size, input_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_input(result, grad_output, weight, stride, stride_len, padding,
+                                         padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2168; backward from derivatives.yaml:492 */
+yt_tensor *
+yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+                          int weight_size_len, const int64_t *stride, int stride_len,
+                          const int64_t *padding, int padding_len, const int64_t *dilation,
+                          int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_weight", "grad_output"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("conv2d_backward_weight", "input"); /* keeps an earlier error */
+    if (weight_size_len < 0 || weight_size_len > YT_MAX_DIM ||
+        (weight_size == NULL && weight_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: weight_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_weight: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (input->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_weight: input is on %s but grad_output is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_output->device));
+    if (input->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_weight", "weight_size", weight_size,
+                             weight_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_weight_kernel_fn kernel = yt__conv2d_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_weight(result, grad_output, input, stride, stride_len, padding,
+                                          padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * from ops.yaml:2181 */
+yt_tensor *
+yt_conv2d_backward_bias(yt_tensor *grad_output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_bias", "grad_output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_bias: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!((grad_output->dim == 3 || grad_output->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv2d_backward_bias: expected grad_output.dim == 3 or grad_output.dim == 4, got grad_output.dim=%d",
+            grad_output->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv2d_backward_bias(grad_output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2004; backward from derivatives.yaml:471 */
+ * from ops.yaml:2274; backward from derivatives.yaml:512 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -707,7 +1235,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2021; backward from derivatives.yaml:475 */
+ * from ops.yaml:2291; backward from derivatives.yaml:516 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -769,7 +1297,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2038 */
+ * from ops.yaml:2308 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -807,7 +1335,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2046 */
+ * from ops.yaml:2316 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -849,7 +1377,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:2054 */
+ * from ops.yaml:2324 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -880,7 +1408,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:2242 */
+ * from ops.yaml:2512 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -952,7 +1480,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:2497 */
+ * from ops.yaml:2767 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -972,7 +1500,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2508 */
+ * from ops.yaml:2778 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -994,7 +1522,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2515 */
+ * from ops.yaml:2785 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1020,7 +1548,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:2522 */
+ * from ops.yaml:2792 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -1060,7 +1588,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:2529 */
+ * from ops.yaml:2799 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -1077,7 +1605,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:2536 */
+ * from ops.yaml:2806 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -1106,7 +1634,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:2543 */
+ * from ops.yaml:2813 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -1141,7 +1669,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:2550 */
+ * from ops.yaml:2820 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -1186,7 +1714,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:2557; backward from derivatives.yaml:150 */
+ * from ops.yaml:2827; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -1228,7 +1756,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:2565; backward from derivatives.yaml:153 */
+ * from ops.yaml:2835; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

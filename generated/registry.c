@@ -793,6 +793,103 @@ static const op_info registry[] =
                 "The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties in first-come order).",
         },
         {
+            .schema =
+                "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+            .doc =
+                "2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the input when averaging; divisor_override replaces the count.",
+        },
+        {
+            .schema = "adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor",
+            .doc =
+                "2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) .. ceil((i + 1) H / oH) and the same for columns.",
+        },
+        {
+            .schema =
+                "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
+            .doc =
+                "Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.",
+        },
+        {
+            .schema =
+                "adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor",
+            .doc =
+                "Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and width).",
+        },
+        {
+            .schema =
+                "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+            .doc =
+                "Gradient of max_pool2d with respect to self: zeros with each output gradient added at its window's maximum (`indices`, i64 positions within each plane, range-checked).",
+        },
+        {
+            .schema = "max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor",
+            .doc =
+                "The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked) of max pooling: the derivative of max_pool2d's backward with respect to its gradient.",
+        },
+        {
+            .schema =
+                "max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor",
+            .doc =
+                "Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64, range-checked): the adjoint of max_pool2d_index_gather.",
+        },
+        {
+            .schema =
+                "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor",
+            .doc =
+                "2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out, C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value for both, or none for the default (stride 1, padding 0, dilation 1).",
+        },
+        {
+            .schema =
+                "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding=\"valid\", int[2] dilation=[], int groups=1) -> Tensor",
+            .doc =
+                "conv2d with padding \"valid\" (none) or \"same\" (the output has the input's size; stride must be 1; an odd total padding puts the extra row/column at the bottom/right, as PyTorch).",
+        },
+        {
+            .schema =
+                "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor",
+            .doc =
+                "1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus bias (conv2d over a height of 1).",
+        },
+        {
+            .schema =
+                "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding=\"valid\", int[1] dilation=[], int groups=1) -> Tensor",
+            .doc = "conv1d with padding \"valid\" or \"same\" (see conv2d.padding).",
+        },
+        {
+            .schema =
+                "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor",
+            .doc =
+                "2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in, H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride) adds rows/columns at the bottom/right.",
+        },
+        {
+            .schema =
+                "conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+            .doc =
+                "Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of grad_output with weight.",
+        },
+        {
+            .schema =
+                "conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor",
+            .doc =
+                "Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.",
+        },
+        {
+            .schema = "conv2d_backward_bias(Tensor grad_output) -> Tensor",
+            .doc =
+                "Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel dim (-3).",
+        },
+        {
+            .schema =
+                "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)",
+            .doc =
+                "2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size, padding (at most half the kernel) to 0, dilation to 1.",
+        },
+        {
+            .schema =
+                "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor",
+            .doc = "2-D max pooling (max_pool2d_with_indices without the indices).",
+        },
+        {
             .schema = "softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
             .doc =
                 "exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of -inf gives NaN, as in PyTorch.",

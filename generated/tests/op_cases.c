@@ -12960,518 +12960,1283 @@ call_topk_indices_1407(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softmax_1408(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_1409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, true, false, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_1410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, true, true, 4);
+}
+
+static yt_tensor *
+call_avg_pool2d_1411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2, 2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 3, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4, 3};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_1422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_1423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2, true,
+                                  false, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_backward_1424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_backward_1425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_backward_1426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+call_conv2d_1427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2, dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_1429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t padding[] = {1, 0};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, padding, 2, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 2};
+    static const int64_t dilation[] = {2, 1};
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_1433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
+}
+
+static yt_tensor *
+error_conv2d_1436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_1437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_1438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {3, 1};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_padding_1439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], stride, 1, "valid", NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
+                                1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_1444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_1445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    static const int64_t dilation[] = {3};
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, dilation, 1, 2);
+}
+
+static yt_tensor *
+call_conv1d_1446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 1};
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_padding_1451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1452(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
+                                dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1456(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 3};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t output_padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2,
+                                  output_padding, 2, 2, dilation, 2);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1459(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, stride, 1, padding, 1, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1462(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_1464(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_1465(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 4, 7, 6};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_input_1466(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_1467(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_1468(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {6, 2, 3, 3};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_weight_1469(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_1470(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_1471(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_1472(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_1473(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1474(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1475(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1477(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1478(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1479(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1480(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1481(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1482(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1483(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false, &r[0],
+                                      &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1484(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_1485(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_max_pool2d_1486(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2, true);
+}
+
+static yt_tensor *
+call_max_pool2d_1487(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0, true);
+}
+
+static yt_tensor *
+error_max_pool2d_1488(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1489(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1490(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_softmax_1491(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1409(yt_tensor *const *inputs, void *ctx)
+call_softmax_1492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1410(yt_tensor *const *inputs, void *ctx)
+call_softmax_1493(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1411(yt_tensor *const *inputs, void *ctx)
+call_softmax_1494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1412(yt_tensor *const *inputs, void *ctx)
+call_softmax_1495(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1413(yt_tensor *const *inputs, void *ctx)
+error_softmax_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1414(yt_tensor *const *inputs, void *ctx)
+error_softmax_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_softmax_1415(yt_tensor *const *inputs, void *ctx)
+error_softmax_1498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1416(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1499(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1417(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1418(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1501(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1419(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1420(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1503(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1421(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1422(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1505(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_log_softmax_1423(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1424(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1507(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1425(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1426(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1427(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1428(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1511(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1429(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1430(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1513(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1431(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1432(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1515(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1433(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1434(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1435(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1436(yt_tensor *const *inputs, void *ctx)
+call_dropout_1519(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1437(yt_tensor *const *inputs, void *ctx)
+call_dropout_1520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1438(yt_tensor *const *inputs, void *ctx)
+call_dropout_1521(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1439(yt_tensor *const *inputs, void *ctx)
+call_dropout_1522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1440(yt_tensor *const *inputs, void *ctx)
+call_dropout_1523(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1441(yt_tensor *const *inputs, void *ctx)
+error_dropout_1524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1442(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1525(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1443(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1444(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1527(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1445(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1446(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1447(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1448(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1531(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1449(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1450(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1533(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1451(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1452(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1535(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1453(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1454(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1537(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1455(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1456(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1457(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1458(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1541(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1459(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1460(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1543(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1461(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1462(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1545(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1463(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1464(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1465(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1466(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1549(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1467(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1468(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1551(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1469(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1470(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1553(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1471(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1472(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1555(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1473(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1474(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1557(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1475(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1476(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1477(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1478(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1479(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1480(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1481(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -13479,28 +14244,28 @@ call_binary_cross_entropy_with_logits_1481(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1482(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1483(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1484(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1485(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -13508,245 +14273,245 @@ error_binary_cross_entropy_with_logits_1485(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1486(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1487(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1488(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1489(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1490(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1491(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1492(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1493(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1494(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1495(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1496(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1497(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1498(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1499(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1500(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1501(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1502(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1503(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1504(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1505(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1506(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1507(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_loss_1508(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1509(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1510(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1511(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1512(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1513(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1514(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1515(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1516(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1517(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1518(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1519(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_empty_1520(yt_tensor *const *inputs, void *ctx)
+call_empty_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13755,7 +14520,7 @@ call_empty_1520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1521(yt_tensor *const *inputs, void *ctx)
+call_empty_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13764,7 +14529,7 @@ call_empty_1521(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1522(yt_tensor *const *inputs, void *ctx)
+call_empty_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13772,7 +14537,7 @@ call_empty_1522(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1523(yt_tensor *const *inputs, void *ctx)
+call_zeros_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13781,7 +14546,7 @@ call_zeros_1523(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1524(yt_tensor *const *inputs, void *ctx)
+call_ones_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13790,7 +14555,7 @@ call_ones_1524(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1525(yt_tensor *const *inputs, void *ctx)
+call_full_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13799,7 +14564,7 @@ call_full_1525(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1526(yt_tensor *const *inputs, void *ctx)
+call_full_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13808,7 +14573,7 @@ call_full_1526(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1527(yt_tensor *const *inputs, void *ctx)
+call_full_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13817,77 +14582,77 @@ call_full_1527(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1528(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1529(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1530(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1531(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1532(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1533(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1534(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1535(yt_tensor *const *inputs, void *ctx)
+call_full_like_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1536(yt_tensor *const *inputs, void *ctx)
+call_full_like_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1537(yt_tensor *const *inputs, void *ctx)
+call_full_like_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1538(yt_tensor *const *inputs, void *ctx)
+call_arange_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13895,7 +14660,7 @@ call_arange_1538(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1539(yt_tensor *const *inputs, void *ctx)
+call_linspace_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13903,7 +14668,7 @@ call_linspace_1539(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1540(yt_tensor *const *inputs, void *ctx)
+call_linspace_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13911,7 +14676,7 @@ call_linspace_1540(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1541(yt_tensor *const *inputs, void *ctx)
+call_linspace_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13919,7 +14684,7 @@ call_linspace_1541(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1542(yt_tensor *const *inputs, void *ctx)
+call_eye_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13927,7 +14692,7 @@ call_eye_1542(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1543(yt_tensor *const *inputs, void *ctx)
+call_eye_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13935,7 +14700,7 @@ call_eye_1543(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1544(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13943,7 +14708,7 @@ call_eye_m_1544(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1545(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13951,7 +14716,7 @@ call_eye_m_1545(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1546(yt_tensor *const *inputs, void *ctx)
+call_rand_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13960,7 +14725,7 @@ call_rand_1546(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1547(yt_tensor *const *inputs, void *ctx)
+error_rand_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13969,7 +14734,7 @@ error_rand_1547(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1548(yt_tensor *const *inputs, void *ctx)
+call_randn_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13978,7 +14743,7 @@ call_randn_1548(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1549(yt_tensor *const *inputs, void *ctx)
+error_randn_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -13987,35 +14752,35 @@ error_randn_1549(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1550(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1551(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1552(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1553(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1554(yt_tensor *const *inputs, void *ctx)
+call_randint_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14024,7 +14789,7 @@ call_randint_1554(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1555(yt_tensor *const *inputs, void *ctx)
+call_randint_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14033,7 +14798,7 @@ call_randint_1555(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1556(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14042,7 +14807,7 @@ call_randint_low_1556(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1557(yt_tensor *const *inputs, void *ctx)
+call_randperm_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14050,7 +14815,7 @@ call_randperm_1557(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1558(yt_tensor *const *inputs, void *ctx)
+call_randperm_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -14058,14 +14823,14 @@ call_randperm_1558(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1559(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1560(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14077,14 +14842,14 @@ inplace_bernoulli_p_1560(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1561(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1562(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14096,14 +14861,14 @@ inplace_bernoulli_p_1562(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1563(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1564(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14115,14 +14880,14 @@ inplace_bernoulli_p_1564(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1565(yt_tensor *const *inputs, void *ctx)
+call_normal_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1566(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14134,14 +14899,14 @@ inplace_normal_1566(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1567(yt_tensor *const *inputs, void *ctx)
+call_normal_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1568(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14153,14 +14918,14 @@ inplace_normal_1568(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1569(yt_tensor *const *inputs, void *ctx)
+call_normal_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1570(yt_tensor *const *inputs, void *ctx)
+inplace_normal_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14172,21 +14937,21 @@ inplace_normal_1570(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1571(yt_tensor *const *inputs, void *ctx)
+error_normal_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_1572(yt_tensor *const *inputs, void *ctx)
+call_uniform_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1573(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14198,14 +14963,14 @@ inplace_uniform_1573(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1574(yt_tensor *const *inputs, void *ctx)
+call_uniform_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1575(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14217,14 +14982,14 @@ inplace_uniform_1575(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_1576(yt_tensor *const *inputs, void *ctx)
+call_uniform_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_1577(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -14236,14 +15001,14 @@ inplace_uniform_1577(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_1578(yt_tensor *const *inputs, void *ctx)
+error_uniform_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_sum_to_1579(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -14251,7 +15016,7 @@ call_sum_to_1579(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_1580(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -14259,7 +15024,7 @@ call_sum_to_1580(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_1581(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -21820,11 +22585,600 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:1974 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1408,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:1974 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1409,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:1974 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_avg_pool2d_1410,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:1974 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:1993 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:1993 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:1993 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_adaptive_avg_pool2d_1417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:1993 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1418,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2008 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2008 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1423,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .where = "ops.yaml:2021 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_backward_1425,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2068 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2068 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2068 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2068 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight",
+                      .dim = 4,
+                      .sizes = {3, 2, 2, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1430,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2068 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2068 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_1432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2090 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2090 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2090 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1439,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2110 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1444,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2110 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1445,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2110 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1446,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d.padding",
+        .where = "ops.yaml:2129 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_padding_1451,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2147 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1456,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2147 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1457,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2147 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {3, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1458,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2147 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_1459,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:2163 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_1464,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:2163 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_1465,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:2176 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_1467,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:2176 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_1468,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:2190 sample 0",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_1470,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:2190 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_1471,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1474,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1475,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1476,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1477,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_values_1478,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_indices_1479,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1480,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2208 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1481,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2226 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1485,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2226 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1486,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2226 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_1487,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "softmax.int",
-        .where = "ops.yaml:1979 sample 0",
+        .where = "ops.yaml:2249 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1408,
+        .call = call_softmax_1491,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21832,10 +23186,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1979 sample 1",
+        .where = "ops.yaml:2249 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1409,
+        .call = call_softmax_1492,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21843,11 +23197,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1979 sample 2",
+        .where = "ops.yaml:2249 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1410,
+        .call = call_softmax_1493,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21855,10 +23209,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1979 sample 3",
+        .where = "ops.yaml:2249 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1411,
+        .call = call_softmax_1494,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21866,10 +23220,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1979 sample 4",
+        .where = "ops.yaml:2249 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1412,
+        .call = call_softmax_1495,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21877,10 +23231,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1997 sample 0",
+        .where = "ops.yaml:2267 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1416,
+        .call = call_log_softmax_1499,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21888,10 +23242,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1997 sample 1",
+        .where = "ops.yaml:2267 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1417,
+        .call = call_log_softmax_1500,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21899,11 +23253,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1997 sample 2",
+        .where = "ops.yaml:2267 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1418,
+        .call = call_log_softmax_1501,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21911,10 +23265,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1997 sample 3",
+        .where = "ops.yaml:2267 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1419,
+        .call = call_log_softmax_1502,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21922,10 +23276,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1997 sample 4",
+        .where = "ops.yaml:2267 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1420,
+        .call = call_log_softmax_1503,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21933,11 +23287,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2015 sample 0",
+        .where = "ops.yaml:2285 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1424,
+        .call = call_softmax_backward_data_1507,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21945,11 +23299,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2015 sample 1",
+        .where = "ops.yaml:2285 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1425,
+        .call = call_softmax_backward_data_1508,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21957,7 +23311,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2015 sample 2",
+        .where = "ops.yaml:2285 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -21965,7 +23319,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1426,
+        .call = call_softmax_backward_data_1509,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21973,11 +23327,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2032 sample 0",
+        .where = "ops.yaml:2302 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1430,
+        .call = call_log_softmax_backward_data_1513,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21985,11 +23339,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2032 sample 1",
+        .where = "ops.yaml:2302 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1431,
+        .call = call_log_softmax_backward_data_1514,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -21997,7 +23351,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2032 sample 2",
+        .where = "ops.yaml:2302 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -22005,7 +23359,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1432,
+        .call = call_log_softmax_backward_data_1515,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22013,10 +23367,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2071 sample 0",
+        .where = "ops.yaml:2341 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1436,
+        .call = call_dropout_1519,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22024,11 +23378,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2071 sample 1",
+        .where = "ops.yaml:2341 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1437,
+        .call = call_dropout_1520,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22036,10 +23390,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2071 sample 2",
+        .where = "ops.yaml:2341 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1438,
+        .call = call_dropout_1521,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22047,10 +23401,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2071 sample 3",
+        .where = "ops.yaml:2341 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1439,
+        .call = call_dropout_1522,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22058,10 +23412,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2071 sample 4",
+        .where = "ops.yaml:2341 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1440,
+        .call = call_dropout_1523,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22069,11 +23423,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2085 sample 0",
+        .where = "ops.yaml:2355 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1442,
+        .call = call_mse_loss_1525,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22081,12 +23435,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2085 sample 1",
+        .where = "ops.yaml:2355 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1443,
+        .call = call_mse_loss_1526,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22094,11 +23448,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2085 sample 2",
+        .where = "ops.yaml:2355 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1444,
+        .call = call_mse_loss_1527,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22106,11 +23460,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2085 sample 3",
+        .where = "ops.yaml:2355 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1445,
+        .call = call_mse_loss_1528,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22118,11 +23472,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2085 sample 4",
+        .where = "ops.yaml:2355 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1446,
+        .call = call_mse_loss_1529,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22130,11 +23484,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2100 sample 0",
+        .where = "ops.yaml:2370 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1449,
+        .call = call_l1_loss_1532,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22142,12 +23496,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2100 sample 1",
+        .where = "ops.yaml:2370 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1450,
+        .call = call_l1_loss_1533,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22155,11 +23509,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2100 sample 2",
+        .where = "ops.yaml:2370 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1451,
+        .call = call_l1_loss_1534,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22167,11 +23521,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2100 sample 3",
+        .where = "ops.yaml:2370 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1452,
+        .call = call_l1_loss_1535,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22179,11 +23533,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2100 sample 4",
+        .where = "ops.yaml:2370 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1453,
+        .call = call_l1_loss_1536,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22191,11 +23545,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2115 sample 0",
+        .where = "ops.yaml:2385 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1456,
+        .call = call_smooth_l1_loss_1539,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22203,12 +23557,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2115 sample 1",
+        .where = "ops.yaml:2385 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1457,
+        .call = call_smooth_l1_loss_1540,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22216,11 +23570,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2115 sample 2",
+        .where = "ops.yaml:2385 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1458,
+        .call = call_smooth_l1_loss_1541,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22228,11 +23582,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2115 sample 3",
+        .where = "ops.yaml:2385 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1459,
+        .call = call_smooth_l1_loss_1542,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22240,11 +23594,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2115 sample 4",
+        .where = "ops.yaml:2385 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1460,
+        .call = call_smooth_l1_loss_1543,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22252,11 +23606,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2115 sample 5",
+        .where = "ops.yaml:2385 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1461,
+        .call = call_smooth_l1_loss_1544,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22264,11 +23618,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2131 sample 0",
+        .where = "ops.yaml:2401 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1464,
+        .call = call_huber_loss_1547,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22276,12 +23630,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2131 sample 1",
+        .where = "ops.yaml:2401 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1465,
+        .call = call_huber_loss_1548,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22289,11 +23643,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2131 sample 2",
+        .where = "ops.yaml:2401 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1466,
+        .call = call_huber_loss_1549,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22301,11 +23655,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2131 sample 3",
+        .where = "ops.yaml:2401 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1467,
+        .call = call_huber_loss_1550,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22313,11 +23667,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2131 sample 4",
+        .where = "ops.yaml:2401 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1468,
+        .call = call_huber_loss_1551,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22325,11 +23679,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2147 sample 0",
+        .where = "ops.yaml:2417 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1471,
+        .call = call_binary_cross_entropy_1554,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22337,12 +23691,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2147 sample 1",
+        .where = "ops.yaml:2417 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1472,
+        .call = call_binary_cross_entropy_1555,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22350,13 +23704,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2147 sample 2",
+        .where = "ops.yaml:2417 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1473,
+        .call = call_binary_cross_entropy_1556,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22364,11 +23718,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2147 sample 3",
+        .where = "ops.yaml:2417 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1474,
+        .call = call_binary_cross_entropy_1557,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22376,13 +23730,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2147 sample 4",
+        .where = "ops.yaml:2417 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1475,
+        .call = call_binary_cross_entropy_1558,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22390,13 +23744,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2147 sample 5",
+        .where = "ops.yaml:2417 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_1476,
+        .call = call_binary_cross_entropy_1559,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22404,11 +23758,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2163 sample 0",
+        .where = "ops.yaml:2433 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1479,
+        .call = call_binary_cross_entropy_with_logits_1562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22416,14 +23770,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2163 sample 1",
+        .where = "ops.yaml:2433 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1480,
+        .call = call_binary_cross_entropy_with_logits_1563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22431,7 +23785,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2163 sample 2",
+        .where = "ops.yaml:2433 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22439,7 +23793,7 @@ const yt_op_case yt_op_cases[] = {
             {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[3] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1481,
+        .call = call_binary_cross_entropy_with_logits_1564,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22447,13 +23801,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2163 sample 3",
+        .where = "ops.yaml:2433 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1482,
+        .call = call_binary_cross_entropy_with_logits_1565,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22461,13 +23815,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2163 sample 4",
+        .where = "ops.yaml:2433 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_binary_cross_entropy_with_logits_1483,
+        .call = call_binary_cross_entropy_with_logits_1566,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22475,11 +23829,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2163 sample 5",
+        .where = "ops.yaml:2433 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1484,
+        .call = call_binary_cross_entropy_with_logits_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22487,11 +23841,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2186 sample 0",
+        .where = "ops.yaml:2456 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1487,
+        .call = call_nll_loss_1570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22499,13 +23853,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2186 sample 1",
+        .where = "ops.yaml:2456 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1488,
+        .call = call_nll_loss_1571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22513,13 +23867,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2186 sample 2",
+        .where = "ops.yaml:2456 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1489,
+        .call = call_nll_loss_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22527,12 +23881,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2186 sample 3",
+        .where = "ops.yaml:2456 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1490,
+        .call = call_nll_loss_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22540,13 +23894,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2186 sample 4",
+        .where = "ops.yaml:2456 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_nll_loss_1491,
+        .call = call_nll_loss_1574,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22554,11 +23908,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2186 sample 5",
+        .where = "ops.yaml:2456 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1492,
+        .call = call_nll_loss_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22566,11 +23920,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 0",
+        .where = "ops.yaml:2479 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1497,
+        .call = call_cross_entropy_loss_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22578,13 +23932,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 1",
+        .where = "ops.yaml:2479 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1498,
+        .call = call_cross_entropy_loss_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22592,13 +23946,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 2",
+        .where = "ops.yaml:2479 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1499,
+        .call = call_cross_entropy_loss_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22606,13 +23960,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 3",
+        .where = "ops.yaml:2479 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1500,
+        .call = call_cross_entropy_loss_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22620,12 +23974,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 4",
+        .where = "ops.yaml:2479 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1501,
+        .call = call_cross_entropy_loss_1584,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22633,11 +23987,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 5",
+        .where = "ops.yaml:2479 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1502,
+        .call = call_cross_entropy_loss_1585,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22645,13 +23999,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 6",
+        .where = "ops.yaml:2479 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1503,
+        .call = call_cross_entropy_loss_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22659,11 +24013,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 7",
+        .where = "ops.yaml:2479 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1504,
+        .call = call_cross_entropy_loss_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22671,13 +24025,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 8",
+        .where = "ops.yaml:2479 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1505,
+        .call = call_cross_entropy_loss_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22685,13 +24039,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 9",
+        .where = "ops.yaml:2479 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1506,
+        .call = call_cross_entropy_loss_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22699,12 +24053,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 10",
+        .where = "ops.yaml:2479 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_cross_entropy_loss_1507,
+        .call = call_cross_entropy_loss_1590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22712,13 +24066,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2209 sample 11",
+        .where = "ops.yaml:2479 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_cross_entropy_loss_1508,
+        .call = call_cross_entropy_loss_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22726,11 +24080,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2234 sample 0",
+        .where = "ops.yaml:2504 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1513,
+        .call = call_cross_entropy_index_1596,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22738,12 +24092,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2234 sample 1",
+        .where = "ops.yaml:2504 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1514,
+        .call = call_cross_entropy_index_1597,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22751,11 +24105,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2234 sample 2",
+        .where = "ops.yaml:2504 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1515,
+        .call = call_cross_entropy_index_1598,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22763,11 +24117,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2234 sample 3",
+        .where = "ops.yaml:2504 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1516,
+        .call = call_cross_entropy_index_1599,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22775,11 +24129,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2234 sample 4",
+        .where = "ops.yaml:2504 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1517,
+        .call = call_cross_entropy_index_1600,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -22787,9 +24141,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2260 sample 0",
+        .where = "ops.yaml:2530 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1520,
+        .call = call_empty_1603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22797,9 +24151,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2260 sample 1",
+        .where = "ops.yaml:2530 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1521,
+        .call = call_empty_1604,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22807,9 +24161,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2260 sample 2",
+        .where = "ops.yaml:2530 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1522,
+        .call = call_empty_1605,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22817,9 +24171,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:2267 sample 0",
+        .where = "ops.yaml:2537 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1523,
+        .call = call_zeros_1606,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22827,9 +24181,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:2275 sample 0",
+        .where = "ops.yaml:2545 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1524,
+        .call = call_ones_1607,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22837,9 +24191,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2290 sample 0",
+        .where = "ops.yaml:2560 sample 0",
         .n_inputs = 0,
-        .call = call_full_1525,
+        .call = call_full_1608,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22847,9 +24201,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2290 sample 1",
+        .where = "ops.yaml:2560 sample 1",
         .n_inputs = 0,
-        .call = call_full_1526,
+        .call = call_full_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22857,9 +24211,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2290 sample 2",
+        .where = "ops.yaml:2560 sample 2",
         .n_inputs = 0,
-        .call = call_full_1527,
+        .call = call_full_1610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22867,10 +24221,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2301 sample 0",
+        .where = "ops.yaml:2571 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1528,
+        .call = call_empty_like_1611,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22878,11 +24232,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2301 sample 1",
+        .where = "ops.yaml:2571 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1529,
+        .call = call_empty_like_1612,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22890,10 +24244,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2301 sample 2",
+        .where = "ops.yaml:2571 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1530,
+        .call = call_empty_like_1613,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22901,10 +24255,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2321 sample 0",
+        .where = "ops.yaml:2591 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1531,
+        .call = call_ones_like_1614,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22912,11 +24266,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2321 sample 1",
+        .where = "ops.yaml:2591 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1532,
+        .call = call_ones_like_1615,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22924,10 +24278,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2321 sample 2",
+        .where = "ops.yaml:2591 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1533,
+        .call = call_ones_like_1616,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22935,10 +24289,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2321 sample 3",
+        .where = "ops.yaml:2591 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1534,
+        .call = call_ones_like_1617,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22946,10 +24300,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2333 sample 0",
+        .where = "ops.yaml:2603 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1535,
+        .call = call_full_like_1618,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22957,11 +24311,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2333 sample 1",
+        .where = "ops.yaml:2603 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1536,
+        .call = call_full_like_1619,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22969,10 +24323,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2333 sample 2",
+        .where = "ops.yaml:2603 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1537,
+        .call = call_full_like_1620,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22980,9 +24334,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:2338 sample 0",
+        .where = "ops.yaml:2608 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1538,
+        .call = call_arange_1621,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -22990,9 +24344,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2353 sample 0",
+        .where = "ops.yaml:2623 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1539,
+        .call = call_linspace_1622,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23000,9 +24354,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2353 sample 1",
+        .where = "ops.yaml:2623 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1540,
+        .call = call_linspace_1623,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23010,9 +24364,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2353 sample 2",
+        .where = "ops.yaml:2623 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1541,
+        .call = call_linspace_1624,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23020,9 +24374,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2365 sample 0",
+        .where = "ops.yaml:2635 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1542,
+        .call = call_eye_1625,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23030,9 +24384,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2365 sample 1",
+        .where = "ops.yaml:2635 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1543,
+        .call = call_eye_1626,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23040,9 +24394,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2376 sample 0",
+        .where = "ops.yaml:2646 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1544,
+        .call = call_eye_m_1627,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23050,9 +24404,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2376 sample 1",
+        .where = "ops.yaml:2646 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1545,
+        .call = call_eye_m_1628,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23060,9 +24414,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:2380 sample 0",
+        .where = "ops.yaml:2650 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1546,
+        .call = call_rand_1629,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23070,9 +24424,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:2391 sample 0",
+        .where = "ops.yaml:2661 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1548,
+        .call = call_randn_1631,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23080,10 +24434,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2408 sample 0",
+        .where = "ops.yaml:2678 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1550,
+        .call = call_rand_like_1633,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23091,10 +24445,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2408 sample 1",
+        .where = "ops.yaml:2678 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1551,
+        .call = call_rand_like_1634,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23102,10 +24456,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2418 sample 0",
+        .where = "ops.yaml:2688 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1552,
+        .call = call_randn_like_1635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23113,10 +24467,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2418 sample 1",
+        .where = "ops.yaml:2688 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1553,
+        .call = call_randn_like_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23124,9 +24478,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2429 sample 0",
+        .where = "ops.yaml:2699 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1554,
+        .call = call_randint_1637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23134,9 +24488,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2429 sample 1",
+        .where = "ops.yaml:2699 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1555,
+        .call = call_randint_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23144,9 +24498,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:2440 sample 0",
+        .where = "ops.yaml:2710 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1556,
+        .call = call_randint_low_1639,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23154,9 +24508,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2450 sample 0",
+        .where = "ops.yaml:2720 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1557,
+        .call = call_randperm_1640,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23164,9 +24518,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2450 sample 1",
+        .where = "ops.yaml:2720 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1558,
+        .call = call_randperm_1641,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23174,112 +24528,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2467 sample 0",
+        .where = "ops.yaml:2737 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1559,
-        .call_inplace = inplace_bernoulli_p_1560,
+        .call = call_bernoulli_p_1642,
+        .call_inplace = inplace_bernoulli_p_1643,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2467 sample 1",
+        .where = "ops.yaml:2737 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1561,
-        .call_inplace = inplace_bernoulli_p_1562,
+        .call = call_bernoulli_p_1644,
+        .call_inplace = inplace_bernoulli_p_1645,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2467 sample 2",
+        .where = "ops.yaml:2737 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1563,
-        .call_inplace = inplace_bernoulli_p_1564,
+        .call = call_bernoulli_p_1646,
+        .call_inplace = inplace_bernoulli_p_1647,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2478 sample 0",
+        .where = "ops.yaml:2748 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1565,
-        .call_inplace = inplace_normal_1566,
+        .call = call_normal_1648,
+        .call_inplace = inplace_normal_1649,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2478 sample 1",
+        .where = "ops.yaml:2748 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1567,
-        .call_inplace = inplace_normal_1568,
+        .call = call_normal_1650,
+        .call_inplace = inplace_normal_1651,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2478 sample 2",
+        .where = "ops.yaml:2748 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1569,
-        .call_inplace = inplace_normal_1570,
+        .call = call_normal_1652,
+        .call_inplace = inplace_normal_1653,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2490 sample 0",
+        .where = "ops.yaml:2760 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1572,
-        .call_inplace = inplace_uniform_1573,
+        .call = call_uniform_1655,
+        .call_inplace = inplace_uniform_1656,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2490 sample 1",
+        .where = "ops.yaml:2760 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_1574,
-        .call_inplace = inplace_uniform_1575,
+        .call = call_uniform_1657,
+        .call_inplace = inplace_uniform_1658,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2490 sample 2",
+        .where = "ops.yaml:2760 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_1576,
-        .call_inplace = inplace_uniform_1577,
+        .call = call_uniform_1659,
+        .call_inplace = inplace_uniform_1660,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2503 sample 0",
+        .where = "ops.yaml:2773 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1579,
+        .call = call_sum_to_1662,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -23287,10 +24641,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2503 sample 1",
+        .where = "ops.yaml:2773 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_1580,
+        .call = call_sum_to_1663,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25090,392 +26444,777 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "masked_select: ",
     },
     {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:1967: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_1412,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:1969: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_1413,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:1962: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_avg_pool2d_1414,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:1986: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_1419,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:1988: len(output_size) == 1 or len(output_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_1420,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:1981: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_adaptive_avg_pool2d_1421,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .what = "ops.yaml:2000: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_backward_1424,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d_backward: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .what = "ops.yaml:2013: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_backward_1426,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d_backward: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2059: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1433,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2061: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1434,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2063: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1435,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2053: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_1436,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2084: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_1440,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2086: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_1441,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2077: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_1442,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2077: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_1443,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2102: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1447,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2104: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1448,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2106: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1449,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2096: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_1450,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2123: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_1452,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2125: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_1453,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2116: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_1454,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2116: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_1455,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2139: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1460,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2141: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1461,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2143: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1462,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2133: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv_transpose2d_1463,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv2d_backward_input",
+        .what = "ops.yaml:2155: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_input_1466,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_input: ",
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .what = "ops.yaml:2168: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_weight_1469,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_weight: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:2186: grad_output.dim == 3 or grad_output.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_bias_1472,
+        .expect = 0,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:2181: dtype of grad_output",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_conv2d_backward_bias_1473,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2200: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1482,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2202: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1483,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2195: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_with_indices_1484,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2220: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1488,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2222: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1489,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2215: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_1490,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
         .op = "softmax.int",
-        .what = "ops.yaml:1975: is_floating(result_dtype)",
+        .what = "ops.yaml:2245: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1413,
+        .call = error_softmax_1496,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1968: dtype of self",
+        .what = "ops.yaml:2238: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_softmax_1414,
+        .call = error_softmax_1497,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1968: dim out of range",
+        .what = "ops.yaml:2238: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1415,
+        .call = error_softmax_1498,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1993: is_floating(result_dtype)",
+        .what = "ops.yaml:2263: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1421,
+        .call = error_log_softmax_1504,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1986: dtype of self",
+        .what = "ops.yaml:2256: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_log_softmax_1422,
+        .call = error_log_softmax_1505,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1986: dim out of range",
+        .what = "ops.yaml:2256: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1423,
+        .call = error_log_softmax_1506,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2011: grad_output.dim == output.dim",
+        .what = "ops.yaml:2281: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1427,
+        .call = error_softmax_backward_data_1510,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2004: dtype of grad_output",
+        .what = "ops.yaml:2274: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1428,
+        .call = error_softmax_backward_data_1511,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2004: dim out of range",
+        .what = "ops.yaml:2274: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1429,
+        .call = error_softmax_backward_data_1512,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2028: grad_output.dim == output.dim",
+        .what = "ops.yaml:2298: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1433,
+        .call = error_log_softmax_backward_data_1516,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2021: dtype of grad_output",
+        .what = "ops.yaml:2291: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1434,
+        .call = error_log_softmax_backward_data_1517,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2021: dim out of range",
+        .what = "ops.yaml:2291: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1435,
+        .call = error_log_softmax_backward_data_1518,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2065: dtype of input",
+        .what = "ops.yaml:2335: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1441,
+        .call = error_dropout_1524,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2078: reduction not a choice",
+        .what = "ops.yaml:2348: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1447,
+        .call = error_mse_loss_1530,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2078: dtype of self",
+        .what = "ops.yaml:2348: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1448,
+        .call = error_mse_loss_1531,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2093: reduction not a choice",
+        .what = "ops.yaml:2363: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1454,
+        .call = error_l1_loss_1537,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2093: dtype of self",
+        .what = "ops.yaml:2363: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1455,
+        .call = error_l1_loss_1538,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2108: reduction not a choice",
+        .what = "ops.yaml:2378: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1462,
+        .call = error_smooth_l1_loss_1545,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2108: dtype of self",
+        .what = "ops.yaml:2378: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1463,
+        .call = error_smooth_l1_loss_1546,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2124: reduction not a choice",
+        .what = "ops.yaml:2394: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1469,
+        .call = error_huber_loss_1552,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2124: dtype of self",
+        .what = "ops.yaml:2394: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1470,
+        .call = error_huber_loss_1553,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2139: reduction not a choice",
+        .what = "ops.yaml:2409: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1477,
+        .call = error_binary_cross_entropy_1560,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2139: dtype of self",
+        .what = "ops.yaml:2409: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1478,
+        .call = error_binary_cross_entropy_1561,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:2156: reduction not a choice",
+        .what = "ops.yaml:2426: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1485,
+        .call = error_binary_cross_entropy_with_logits_1568,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:2156: dtype of self",
+        .what = "ops.yaml:2426: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1486,
+        .call = error_binary_cross_entropy_with_logits_1569,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2179: self.dim >= 1",
+        .what = "ops.yaml:2449: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1493,
+        .call = error_nll_loss_1576,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2181: weight.dim == 1",
+        .what = "ops.yaml:2451: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_nll_loss_1494,
+        .call = error_nll_loss_1577,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2172: reduction not a choice",
+        .what = "ops.yaml:2442: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1495,
+        .call = error_nll_loss_1578,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2172: dtype of self",
+        .what = "ops.yaml:2442: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1496,
+        .call = error_nll_loss_1579,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2202: self.dim >= 1",
+        .what = "ops.yaml:2472: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1509,
+        .call = error_cross_entropy_loss_1592,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2204: weight.dim == 1",
+        .what = "ops.yaml:2474: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1510,
+        .call = error_cross_entropy_loss_1593,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2195: reduction not a choice",
+        .what = "ops.yaml:2465: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1511,
+        .call = error_cross_entropy_loss_1594,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2195: dtype of self",
+        .what = "ops.yaml:2465: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1512,
+        .call = error_cross_entropy_loss_1595,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:2224: reduction not a choice",
+        .what = "ops.yaml:2494: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1518,
+        .call = error_cross_entropy_index_1601,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:2224: dtype of self",
+        .what = "ops.yaml:2494: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1519,
+        .call = error_cross_entropy_index_1602,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:2385: is_floating(result_dtype)",
+        .what = "ops.yaml:2655: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1547,
+        .call = error_rand_1630,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:2396: is_floating(result_dtype)",
+        .what = "ops.yaml:2666: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1549,
+        .call = error_randn_1632,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:2472: dtype of self",
+        .what = "ops.yaml:2742: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1571,
+        .call = error_normal_1654,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:2484: dtype of self",
+        .what = "ops.yaml:2754: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_1578,
+        .call = error_uniform_1661,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:2497: dtype of self",
+        .what = "ops.yaml:2767: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_1581,
+        .call = error_sum_to_1664,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

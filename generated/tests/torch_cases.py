@@ -3861,417 +3861,832 @@ def case_636(self):
 
 
 def case_637(self):
-    """softmax.int (ops.yaml:1979 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """avg_pool2d (ops.yaml:1974 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
 def case_638(self):
-    """softmax.int (ops.yaml:1979 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """avg_pool2d (ops.yaml:1974 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
 def case_639(self):
-    """softmax.int (ops.yaml:1979 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """avg_pool2d (ops.yaml:1974 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    ceil_mode = True
+    count_include_pad = True
+    divisor_override = 4
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
 def case_640(self):
-    """softmax.int (ops.yaml:1979 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
+    """avg_pool2d (ops.yaml:1974 sample 3)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
 def case_641(self):
-    """softmax.int (ops.yaml:1979 sample 4)"""
+    """adaptive_avg_pool2d (ops.yaml:1993 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_642(self):
+    """adaptive_avg_pool2d (ops.yaml:1993 sample 1)"""
+    output_size = [4]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_643(self):
+    """adaptive_avg_pool2d (ops.yaml:1993 sample 2)"""
+    output_size = [4, 3]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_644(self):
+    """adaptive_avg_pool2d (ops.yaml:1993 sample 3)"""
+    output_size = [2, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_645(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2008 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_646(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2008 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_647(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2021 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
+
+
+def case_648(input, weight, bias):
+    """conv2d (ops.yaml:2068 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_649(input, weight, bias):
+    """conv2d (ops.yaml:2068 sample 1)"""
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_650(input, weight, bias):
+    """conv2d (ops.yaml:2068 sample 2)"""
+    stride = [2]
+    padding = [1]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_651(input, weight, bias):
+    """conv2d (ops.yaml:2068 sample 3)"""
+    stride = []
+    padding = [1, 0]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_652(input, weight, bias):
+    """conv2d (ops.yaml:2068 sample 4)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_653(input, weight):
+    """conv2d (ops.yaml:2068 sample 5)"""
+    bias = None
+    stride = [1, 2]
+    padding = []
+    dilation = [2, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_654(input, weight, bias):
+    """conv2d.padding (ops.yaml:2090 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_655(input, weight, bias):
+    """conv2d.padding (ops.yaml:2090 sample 1)"""
+    stride = []
+    padding = 'same'
+    dilation = [3, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_656(input, weight, bias):
+    """conv2d.padding (ops.yaml:2090 sample 2)"""
+    stride = [2]
+    padding = 'valid'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_657(input, weight, bias):
+    """conv1d (ops.yaml:2110 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_658(input, weight, bias):
+    """conv1d (ops.yaml:2110 sample 1)"""
+    stride = [2]
+    padding = [1]
+    dilation = [3]
+    groups = 2
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_659(input, weight, bias):
+    """conv1d (ops.yaml:2110 sample 2)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_660(input, weight, bias):
+    """conv1d.padding (ops.yaml:2129 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = [1]
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_661(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2147 sample 0)"""
+    stride = []
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_662(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2147 sample 1)"""
+    stride = [2, 3]
+    padding = [1, 2]
+    output_padding = [1, 2]
+    groups = 2
+    dilation = [1, 2]
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_663(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2147 sample 2)"""
+    stride = [2]
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_664(input, weight):
+    """conv_transpose2d.input (ops.yaml:2147 sample 3)"""
+    bias = None
+    stride = [2]
+    padding = [1]
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_665(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2163 sample 0)"""
+    input_size = [2, 3, 6, 5]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_666(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2163 sample 1)"""
+    input_size = [2, 4, 7, 6]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_667(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2176 sample 0)"""
+    weight_size = [4, 3, 3, 2]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_668(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2176 sample 1)"""
+    weight_size = [6, 2, 3, 3]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_669(grad_output):
+    """conv2d_backward_bias (ops.yaml:2190 sample 0)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_670(grad_output):
+    """conv2d_backward_bias (ops.yaml:2190 sample 1)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_671(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_672(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_673(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_674(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_675(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_676(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_677(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_678(self):
+    """max_pool2d_with_indices (ops.yaml:2208 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_679(self):
+    """max_pool2d (ops.yaml:2226 sample 0)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_680(self):
+    """max_pool2d (ops.yaml:2226 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_681(self):
+    """max_pool2d (ops.yaml:2226 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_682(self):
+    """softmax.int (ops.yaml:2249 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_683(self):
+    """softmax.int (ops.yaml:2249 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_642(self):
-    """log_softmax.int (ops.yaml:1997 sample 0)"""
+def case_684(self):
+    """softmax.int (ops.yaml:2249 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_685(self):
+    """softmax.int (ops.yaml:2249 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_686(self):
+    """softmax.int (ops.yaml:2249 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_687(self):
+    """log_softmax.int (ops.yaml:2267 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_643(self):
-    """log_softmax.int (ops.yaml:1997 sample 1)"""
+def case_688(self):
+    """log_softmax.int (ops.yaml:2267 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_644(self):
-    """log_softmax.int (ops.yaml:1997 sample 2)"""
+def case_689(self):
+    """log_softmax.int (ops.yaml:2267 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_645(self):
-    """log_softmax.int (ops.yaml:1997 sample 3)"""
+def case_690(self):
+    """log_softmax.int (ops.yaml:2267 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_646(self):
-    """log_softmax.int (ops.yaml:1997 sample 4)"""
+def case_691(self):
+    """log_softmax.int (ops.yaml:2267 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_647(grad_output, output):
-    """softmax_backward_data (ops.yaml:2015 sample 0)"""
+def case_692(grad_output, output):
+    """softmax_backward_data (ops.yaml:2285 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_648(grad_output, output):
-    """softmax_backward_data (ops.yaml:2015 sample 1)"""
+def case_693(grad_output, output):
+    """softmax_backward_data (ops.yaml:2285 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_649(grad_output, output):
-    """softmax_backward_data (ops.yaml:2015 sample 2)"""
+def case_694(grad_output, output):
+    """softmax_backward_data (ops.yaml:2285 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_650(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2032 sample 0)"""
+def case_695(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2302 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_651(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2032 sample 1)"""
+def case_696(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2302 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_652(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2032 sample 2)"""
+def case_697(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2302 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_653(input):
-    """dropout (ops.yaml:2071 sample 0)"""
+def case_698(input):
+    """dropout (ops.yaml:2341 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_654(input):
-    """dropout (ops.yaml:2071 sample 1)"""
+def case_699(input):
+    """dropout (ops.yaml:2341 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_655(input):
-    """dropout (ops.yaml:2071 sample 2)"""
+def case_700(input):
+    """dropout (ops.yaml:2341 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_656(input):
-    """dropout (ops.yaml:2071 sample 3)"""
+def case_701(input):
+    """dropout (ops.yaml:2341 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_657(input):
-    """dropout (ops.yaml:2071 sample 4)"""
+def case_702(input):
+    """dropout (ops.yaml:2341 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_658(self, target):
-    """mse_loss (ops.yaml:2085 sample 0)"""
+def case_703(self, target):
+    """mse_loss (ops.yaml:2355 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_659(self, target):
-    """mse_loss (ops.yaml:2085 sample 1)"""
+def case_704(self, target):
+    """mse_loss (ops.yaml:2355 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_660(self, target):
-    """mse_loss (ops.yaml:2085 sample 2)"""
+def case_705(self, target):
+    """mse_loss (ops.yaml:2355 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_661(self, target):
-    """mse_loss (ops.yaml:2085 sample 3)"""
+def case_706(self, target):
+    """mse_loss (ops.yaml:2355 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_662(self, target):
-    """mse_loss (ops.yaml:2085 sample 4)"""
+def case_707(self, target):
+    """mse_loss (ops.yaml:2355 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_663(self, target):
-    """l1_loss (ops.yaml:2100 sample 0)"""
+def case_708(self, target):
+    """l1_loss (ops.yaml:2370 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_664(self, target):
-    """l1_loss (ops.yaml:2100 sample 1)"""
+def case_709(self, target):
+    """l1_loss (ops.yaml:2370 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_665(self, target):
-    """l1_loss (ops.yaml:2100 sample 2)"""
+def case_710(self, target):
+    """l1_loss (ops.yaml:2370 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_666(self, target):
-    """l1_loss (ops.yaml:2100 sample 3)"""
+def case_711(self, target):
+    """l1_loss (ops.yaml:2370 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_667(self, target):
-    """l1_loss (ops.yaml:2100 sample 4)"""
+def case_712(self, target):
+    """l1_loss (ops.yaml:2370 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_668(self, target):
-    """smooth_l1_loss (ops.yaml:2115 sample 0)"""
+def case_713(self, target):
+    """smooth_l1_loss (ops.yaml:2385 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_669(self, target):
-    """smooth_l1_loss (ops.yaml:2115 sample 1)"""
+def case_714(self, target):
+    """smooth_l1_loss (ops.yaml:2385 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_670(self, target):
-    """smooth_l1_loss (ops.yaml:2115 sample 2)"""
+def case_715(self, target):
+    """smooth_l1_loss (ops.yaml:2385 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_671(self, target):
-    """smooth_l1_loss (ops.yaml:2115 sample 3)"""
+def case_716(self, target):
+    """smooth_l1_loss (ops.yaml:2385 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_672(self, target):
-    """smooth_l1_loss (ops.yaml:2115 sample 4)"""
+def case_717(self, target):
+    """smooth_l1_loss (ops.yaml:2385 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_673(self, target):
-    """smooth_l1_loss (ops.yaml:2115 sample 5)"""
+def case_718(self, target):
+    """smooth_l1_loss (ops.yaml:2385 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_674(self, target):
-    """huber_loss (ops.yaml:2131 sample 0)"""
+def case_719(self, target):
+    """huber_loss (ops.yaml:2401 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_675(self, target):
-    """huber_loss (ops.yaml:2131 sample 1)"""
+def case_720(self, target):
+    """huber_loss (ops.yaml:2401 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_676(self, target):
-    """huber_loss (ops.yaml:2131 sample 2)"""
+def case_721(self, target):
+    """huber_loss (ops.yaml:2401 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_677(self, target):
-    """huber_loss (ops.yaml:2131 sample 3)"""
+def case_722(self, target):
+    """huber_loss (ops.yaml:2401 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_678(self, target):
-    """huber_loss (ops.yaml:2131 sample 4)"""
+def case_723(self, target):
+    """huber_loss (ops.yaml:2401 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_679(self, target):
-    """binary_cross_entropy (ops.yaml:2147 sample 0)"""
+def case_724(self, target):
+    """binary_cross_entropy (ops.yaml:2417 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_680(self, target):
-    """binary_cross_entropy (ops.yaml:2147 sample 1)"""
+def case_725(self, target):
+    """binary_cross_entropy (ops.yaml:2417 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_681(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2147 sample 2)"""
+def case_726(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2417 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_682(self, target):
-    """binary_cross_entropy (ops.yaml:2147 sample 3)"""
+def case_727(self, target):
+    """binary_cross_entropy (ops.yaml:2417 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_683(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2147 sample 4)"""
+def case_728(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2417 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_684(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2147 sample 5)"""
+def case_729(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2417 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
-def case_685(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 0)"""
+def case_730(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_686(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 1)"""
+def case_731(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_687(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 2)"""
+def case_732(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_688(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 3)"""
+def case_733(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_689(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 4)"""
+def case_734(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_690(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2163 sample 5)"""
+def case_735(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
-def case_691(self, target):
-    """nll_loss (ops.yaml:2186 sample 0)"""
+def case_736(self, target):
+    """nll_loss (ops.yaml:2456 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_692(self, target, weight):
-    """nll_loss (ops.yaml:2186 sample 1)"""
+def case_737(self, target, weight):
+    """nll_loss (ops.yaml:2456 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_693(self, target, weight):
-    """nll_loss (ops.yaml:2186 sample 2)"""
+def case_738(self, target, weight):
+    """nll_loss (ops.yaml:2456 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_694(self, target):
-    """nll_loss (ops.yaml:2186 sample 3)"""
+def case_739(self, target):
+    """nll_loss (ops.yaml:2456 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_695(self, target, weight):
-    """nll_loss (ops.yaml:2186 sample 4)"""
+def case_740(self, target, weight):
+    """nll_loss (ops.yaml:2456 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_696(self, target):
-    """nll_loss (ops.yaml:2186 sample 5)"""
+def case_741(self, target):
+    """nll_loss (ops.yaml:2456 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
-def case_697(self, target):
-    """cross_entropy_loss (ops.yaml:2209 sample 0)"""
+def case_742(self, target):
+    """cross_entropy_loss (ops.yaml:2479 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4279,32 +4694,32 @@ def case_697(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_698(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2209 sample 1)"""
+def case_743(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2479 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_699(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2209 sample 2)"""
+def case_744(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2479 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_700(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2209 sample 3)"""
+def case_745(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2479 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_701(self, target):
-    """cross_entropy_loss (ops.yaml:2209 sample 4)"""
+def case_746(self, target):
+    """cross_entropy_loss (ops.yaml:2479 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4312,8 +4727,8 @@ def case_701(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_702(self, target):
-    """cross_entropy_loss (ops.yaml:2209 sample 5)"""
+def case_747(self, target):
+    """cross_entropy_loss (ops.yaml:2479 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4321,16 +4736,16 @@ def case_702(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_703(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2209 sample 6)"""
+def case_748(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2479 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_704(self, target):
-    """cross_entropy_loss (ops.yaml:2209 sample 7)"""
+def case_749(self, target):
+    """cross_entropy_loss (ops.yaml:2479 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4338,24 +4753,24 @@ def case_704(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_705(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2209 sample 8)"""
+def case_750(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2479 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_706(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2209 sample 9)"""
+def case_751(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2479 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_707(self, target):
-    """cross_entropy_loss (ops.yaml:2209 sample 10)"""
+def case_752(self, target):
+    """cross_entropy_loss (ops.yaml:2479 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4363,16 +4778,16 @@ def case_707(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_708(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2209 sample 11)"""
+def case_753(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2479 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_709(self, target):
-    """cross_entropy_index (ops.yaml:2234 sample 0)"""
+def case_754(self, target):
+    """cross_entropy_index (ops.yaml:2504 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -4380,8 +4795,8 @@ def case_709(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_710(self, target):
-    """cross_entropy_index (ops.yaml:2234 sample 1)"""
+def case_755(self, target):
+    """cross_entropy_index (ops.yaml:2504 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -4389,8 +4804,8 @@ def case_710(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_711(self, target):
-    """cross_entropy_index (ops.yaml:2234 sample 2)"""
+def case_756(self, target):
+    """cross_entropy_index (ops.yaml:2504 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4398,8 +4813,8 @@ def case_711(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_712(self, target):
-    """cross_entropy_index (ops.yaml:2234 sample 3)"""
+def case_757(self, target):
+    """cross_entropy_index (ops.yaml:2504 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4407,8 +4822,8 @@ def case_712(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_713(self, target):
-    """cross_entropy_index (ops.yaml:2234 sample 4)"""
+def case_758(self, target):
+    """cross_entropy_index (ops.yaml:2504 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4416,48 +4831,48 @@ def case_713(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_714():
-    """empty (ops.yaml:2260 sample 0)"""
+def case_759():
+    """empty (ops.yaml:2530 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_715():
-    """empty (ops.yaml:2260 sample 1)"""
+def case_760():
+    """empty (ops.yaml:2530 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_716():
-    """empty (ops.yaml:2260 sample 2)"""
+def case_761():
+    """empty (ops.yaml:2530 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_717():
-    """zeros (ops.yaml:2267 sample 0)"""
+def case_762():
+    """zeros (ops.yaml:2537 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_718():
-    """ones (ops.yaml:2275 sample 0)"""
+def case_763():
+    """ones (ops.yaml:2545 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_719():
-    """full (ops.yaml:2290 sample 0)"""
+def case_764():
+    """full (ops.yaml:2560 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -4465,8 +4880,8 @@ def case_719():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_720():
-    """full (ops.yaml:2290 sample 1)"""
+def case_765():
+    """full (ops.yaml:2560 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -4474,8 +4889,8 @@ def case_720():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_721():
-    """full (ops.yaml:2290 sample 2)"""
+def case_766():
+    """full (ops.yaml:2560 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -4483,71 +4898,71 @@ def case_721():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_722(self):
-    """empty_like (ops.yaml:2301 sample 0)"""
+def case_767(self):
+    """empty_like (ops.yaml:2571 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_723(self):
-    """empty_like (ops.yaml:2301 sample 1)"""
+def case_768(self):
+    """empty_like (ops.yaml:2571 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_724(self):
-    """empty_like (ops.yaml:2301 sample 2)"""
+def case_769(self):
+    """empty_like (ops.yaml:2571 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_725(self):
-    """ones_like (ops.yaml:2321 sample 0)"""
+def case_770(self):
+    """ones_like (ops.yaml:2591 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_726(self):
-    """ones_like (ops.yaml:2321 sample 1)"""
+def case_771(self):
+    """ones_like (ops.yaml:2591 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_727(self):
-    """ones_like (ops.yaml:2321 sample 2)"""
+def case_772(self):
+    """ones_like (ops.yaml:2591 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_728(self):
-    """ones_like (ops.yaml:2321 sample 3)"""
+def case_773(self):
+    """ones_like (ops.yaml:2591 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_729(self):
-    """full_like (ops.yaml:2333 sample 0)"""
+def case_774(self):
+    """full_like (ops.yaml:2603 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_730(self):
-    """full_like (ops.yaml:2333 sample 1)"""
+def case_775(self):
+    """full_like (ops.yaml:2603 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_731(self):
-    """full_like (ops.yaml:2333 sample 2)"""
+def case_776(self):
+    """full_like (ops.yaml:2603 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_732():
-    """arange (ops.yaml:2338 sample 0)"""
+def case_777():
+    """arange (ops.yaml:2608 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -4556,8 +4971,8 @@ def case_732():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_733():
-    """linspace (ops.yaml:2353 sample 0)"""
+def case_778():
+    """linspace (ops.yaml:2623 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -4566,8 +4981,8 @@ def case_733():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_734():
-    """linspace (ops.yaml:2353 sample 1)"""
+def case_779():
+    """linspace (ops.yaml:2623 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -4576,8 +4991,8 @@ def case_734():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_735():
-    """linspace (ops.yaml:2353 sample 2)"""
+def case_780():
+    """linspace (ops.yaml:2623 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -4586,24 +5001,24 @@ def case_735():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_736():
-    """eye (ops.yaml:2365 sample 0)"""
+def case_781():
+    """eye (ops.yaml:2635 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_737():
-    """eye (ops.yaml:2365 sample 1)"""
+def case_782():
+    """eye (ops.yaml:2635 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_738():
-    """eye.m (ops.yaml:2376 sample 0)"""
+def case_783():
+    """eye.m (ops.yaml:2646 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -4611,8 +5026,8 @@ def case_738():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_739():
-    """eye.m (ops.yaml:2376 sample 1)"""
+def case_784():
+    """eye.m (ops.yaml:2646 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -4620,8 +5035,8 @@ def case_739():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_740():
-    """rand (ops.yaml:2380 sample 0)"""
+def case_785():
+    """rand (ops.yaml:2650 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -4629,8 +5044,8 @@ def case_740():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_741():
-    """randn (ops.yaml:2391 sample 0)"""
+def case_786():
+    """randn (ops.yaml:2661 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -4638,36 +5053,36 @@ def case_741():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_742(self):
-    """rand_like (ops.yaml:2408 sample 0)"""
+def case_787(self):
+    """rand_like (ops.yaml:2678 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_743(self):
-    """rand_like (ops.yaml:2408 sample 1)"""
+def case_788(self):
+    """rand_like (ops.yaml:2678 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_744(self):
-    """randn_like (ops.yaml:2418 sample 0)"""
+def case_789(self):
+    """randn_like (ops.yaml:2688 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_745(self):
-    """randn_like (ops.yaml:2418 sample 1)"""
+def case_790(self):
+    """randn_like (ops.yaml:2688 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_746():
-    """randint (ops.yaml:2429 sample 0)"""
+def case_791():
+    """randint (ops.yaml:2699 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -4676,8 +5091,8 @@ def case_746():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_747():
-    """randint (ops.yaml:2429 sample 1)"""
+def case_792():
+    """randint (ops.yaml:2699 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -4686,8 +5101,8 @@ def case_747():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_748():
-    """randint.low (ops.yaml:2440 sample 0)"""
+def case_793():
+    """randint.low (ops.yaml:2710 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -4697,8 +5112,8 @@ def case_748():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_749():
-    """randperm (ops.yaml:2450 sample 0)"""
+def case_794():
+    """randperm (ops.yaml:2720 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -4706,8 +5121,8 @@ def case_749():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_750():
-    """randperm (ops.yaml:2450 sample 1)"""
+def case_795():
+    """randperm (ops.yaml:2720 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -4715,83 +5130,83 @@ def case_750():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_751(self):
-    """bernoulli.p (ops.yaml:2467 sample 0)"""
+def case_796(self):
+    """bernoulli.p (ops.yaml:2737 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_752(self):
-    """bernoulli.p (ops.yaml:2467 sample 1)"""
+def case_797(self):
+    """bernoulli.p (ops.yaml:2737 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_753(self):
-    """bernoulli.p (ops.yaml:2467 sample 2)"""
+def case_798(self):
+    """bernoulli.p (ops.yaml:2737 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_754(self):
-    """normal (ops.yaml:2478 sample 0)"""
+def case_799(self):
+    """normal (ops.yaml:2748 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_755(self):
-    """normal (ops.yaml:2478 sample 1)"""
+def case_800(self):
+    """normal (ops.yaml:2748 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_756(self):
-    """normal (ops.yaml:2478 sample 2)"""
+def case_801(self):
+    """normal (ops.yaml:2748 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_757(self):
-    """uniform (ops.yaml:2490 sample 0)"""
+def case_802(self):
+    """uniform (ops.yaml:2760 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_758(self):
-    """uniform (ops.yaml:2490 sample 1)"""
+def case_803(self):
+    """uniform (ops.yaml:2760 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_759(self):
-    """uniform (ops.yaml:2490 sample 2)"""
+def case_804(self):
+    """uniform (ops.yaml:2760 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_760(self):
-    """sum_to (ops.yaml:2503 sample 0)"""
+def case_805(self):
+    """sum_to (ops.yaml:2773 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_761(self):
-    """sum_to (ops.yaml:2503 sample 1)"""
+def case_806(self):
+    """sum_to (ops.yaml:2773 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -6708,379 +7123,514 @@ CASES = [
     dict(op="topk", where="ops.yaml:1952 sample 4 result indices", fn=case_636, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1979 sample 0", fn=case_637, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1974 sample 0", fn=case_637, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1979 sample 1", fn=case_638, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1974 sample 1", fn=case_638, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1979 sample 2", fn=case_639, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1974 sample 2", fn=case_639, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1979 sample 3", fn=case_640, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1974 sample 3", fn=case_640, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1979 sample 4", fn=case_641, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 0", fn=case_641, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1997 sample 0", fn=case_642, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 1", fn=case_642, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1997 sample 1", fn=case_643, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 2", fn=case_643, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1997 sample 2", fn=case_644, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 3", fn=case_644, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1997 sample 3", fn=case_645, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1997 sample 4", fn=case_646, tensors=["self"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2015 sample 0", fn=case_647, tensors=["grad_output", "output"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2008 sample 0", fn=case_645, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2015 sample 1", fn=case_648, tensors=["grad_output", "output"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2008 sample 1", fn=case_646, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2015 sample 2", fn=case_649, tensors=["grad_output", "output"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2021 sample 0", fn=case_647, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2032 sample 0", fn=case_650, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2032 sample 1", fn=case_651, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2032 sample 2", fn=case_652, tensors=["grad_output", "output"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dropout", where="ops.yaml:2071 sample 0", fn=case_653, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2071 sample 1", fn=case_654, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2071 sample 2", fn=case_655, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2071 sample 3", fn=case_656, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="dropout", where="ops.yaml:2071 sample 4", fn=case_657, tensors=["input"],
-         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=True),
-    dict(op="mse_loss", where="ops.yaml:2085 sample 0", fn=case_658, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2085 sample 1", fn=case_659, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2085 sample 2", fn=case_660, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2085 sample 3", fn=case_661, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mse_loss", where="ops.yaml:2085 sample 4", fn=case_662, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2100 sample 0", fn=case_663, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2100 sample 1", fn=case_664, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2100 sample 2", fn=case_665, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2100 sample 3", fn=case_666, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="l1_loss", where="ops.yaml:2100 sample 4", fn=case_667, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 0", fn=case_668, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 1", fn=case_669, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 2", fn=case_670, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 3", fn=case_671, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 4", fn=case_672, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2115 sample 5", fn=case_673, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2131 sample 0", fn=case_674, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2131 sample 1", fn=case_675, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2131 sample 2", fn=case_676, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2131 sample 3", fn=case_677, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="huber_loss", where="ops.yaml:2131 sample 4", fn=case_678, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 0", fn=case_679, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 1", fn=case_680, tensors=["self", "target"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 2", fn=case_681, tensors=["self", "target", "weight"],
+    dict(op="conv2d", where="ops.yaml:2068 sample 0", fn=case_648, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 3", fn=case_682, tensors=["self", "target"],
+    dict(op="conv2d", where="ops.yaml:2068 sample 1", fn=case_649, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2068 sample 2", fn=case_650, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2068 sample 3", fn=case_651, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2068 sample 4", fn=case_652, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2068 sample 5", fn=case_653, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 4", fn=case_683, tensors=["self", "target", "weight"],
+    dict(op="conv2d.padding", where="ops.yaml:2090 sample 0", fn=case_654, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2147 sample 5", fn=case_684, tensors=["self", "target", "weight"],
+    dict(op="conv2d.padding", where="ops.yaml:2090 sample 1", fn=case_655, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 0", fn=case_685, tensors=["self", "target"],
+    dict(op="conv2d.padding", where="ops.yaml:2090 sample 2", fn=case_656, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2110 sample 0", fn=case_657, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2110 sample 1", fn=case_658, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2110 sample 2", fn=case_659, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d.padding", where="ops.yaml:2129 sample 0", fn=case_660, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 0", fn=case_661, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 1", fn=case_662, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 2", fn=case_663, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 3", fn=case_664, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 1", fn=case_686, tensors=["self", "target", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2163 sample 0", fn=case_665, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:2163 sample 1", fn=case_666, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2176 sample 0", fn=case_667, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2176 sample 1", fn=case_668, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2190 sample 0", fn=case_669, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2190 sample 1", fn=case_670, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 0 result values", fn=case_671, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 0 result indices", fn=case_672, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 1 result values", fn=case_673, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 1 result indices", fn=case_674, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 2 result values", fn=case_675, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 2 result indices", fn=case_676, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 3 result values", fn=case_677, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 3 result indices", fn=case_678, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2226 sample 0", fn=case_679, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2226 sample 1", fn=case_680, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2226 sample 2", fn=case_681, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2249 sample 0", fn=case_682, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2249 sample 1", fn=case_683, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2249 sample 2", fn=case_684, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2249 sample 3", fn=case_685, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2249 sample 4", fn=case_686, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2267 sample 0", fn=case_687, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2267 sample 1", fn=case_688, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2267 sample 2", fn=case_689, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2267 sample 3", fn=case_690, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2267 sample 4", fn=case_691, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2285 sample 0", fn=case_692, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2285 sample 1", fn=case_693, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2285 sample 2", fn=case_694, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2302 sample 0", fn=case_695, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2302 sample 1", fn=case_696, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2302 sample 2", fn=case_697, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dropout", where="ops.yaml:2341 sample 0", fn=case_698, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2341 sample 1", fn=case_699, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2341 sample 2", fn=case_700, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2341 sample 3", fn=case_701, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2341 sample 4", fn=case_702, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:2355 sample 0", fn=case_703, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2355 sample 1", fn=case_704, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2355 sample 2", fn=case_705, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2355 sample 3", fn=case_706, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2355 sample 4", fn=case_707, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2370 sample 0", fn=case_708, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2370 sample 1", fn=case_709, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2370 sample 2", fn=case_710, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2370 sample 3", fn=case_711, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2370 sample 4", fn=case_712, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 0", fn=case_713, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 1", fn=case_714, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 2", fn=case_715, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 3", fn=case_716, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 4", fn=case_717, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 5", fn=case_718, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2401 sample 0", fn=case_719, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2401 sample 1", fn=case_720, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2401 sample 2", fn=case_721, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2401 sample 3", fn=case_722, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2401 sample 4", fn=case_723, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 0", fn=case_724, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 1", fn=case_725, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 2", fn=case_726, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 2", fn=case_687, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 3", fn=case_727, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 4", fn=case_728, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 5", fn=case_729, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 0", fn=case_730, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 1", fn=case_731, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 2", fn=case_732, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 3", fn=case_688, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 3", fn=case_733, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 4", fn=case_689, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 4", fn=case_734, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2163 sample 5", fn=case_690, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 5", fn=case_735, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2186 sample 0", fn=case_691, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2456 sample 0", fn=case_736, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2186 sample 1", fn=case_692, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2456 sample 1", fn=case_737, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2186 sample 2", fn=case_693, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2456 sample 2", fn=case_738, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2186 sample 3", fn=case_694, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2456 sample 3", fn=case_739, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2186 sample 4", fn=case_695, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2456 sample 4", fn=case_740, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2186 sample 5", fn=case_696, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2456 sample 5", fn=case_741, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 0", fn=case_697, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 0", fn=case_742, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 1", fn=case_698, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 1", fn=case_743, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 2", fn=case_699, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 2", fn=case_744, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 3", fn=case_700, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 3", fn=case_745, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 4", fn=case_701, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 4", fn=case_746, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 5", fn=case_702, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 5", fn=case_747, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 6", fn=case_703, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 6", fn=case_748, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 7", fn=case_704, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 7", fn=case_749, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 8", fn=case_705, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 8", fn=case_750, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 9", fn=case_706, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 9", fn=case_751, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 10", fn=case_707, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 10", fn=case_752, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2209 sample 11", fn=case_708, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 11", fn=case_753, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 0", fn=case_709, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 0", fn=case_754, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 1", fn=case_710, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 1", fn=case_755, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 2", fn=case_711, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 2", fn=case_756, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 3", fn=case_712, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 3", fn=case_757, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2234 sample 4", fn=case_713, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 4", fn=case_758, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:2260 sample 0", fn=case_714, tensors=[],
+    dict(op="empty", where="ops.yaml:2530 sample 0", fn=case_759, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2260 sample 1", fn=case_715, tensors=[],
+    dict(op="empty", where="ops.yaml:2530 sample 1", fn=case_760, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2260 sample 2", fn=case_716, tensors=[],
+    dict(op="empty", where="ops.yaml:2530 sample 2", fn=case_761, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:2267 sample 0", fn=case_717, tensors=[],
+    dict(op="zeros", where="ops.yaml:2537 sample 0", fn=case_762, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:2275 sample 0", fn=case_718, tensors=[],
+    dict(op="ones", where="ops.yaml:2545 sample 0", fn=case_763, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2290 sample 0", fn=case_719, tensors=[],
+    dict(op="full", where="ops.yaml:2560 sample 0", fn=case_764, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2290 sample 1", fn=case_720, tensors=[],
+    dict(op="full", where="ops.yaml:2560 sample 1", fn=case_765, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2290 sample 2", fn=case_721, tensors=[],
+    dict(op="full", where="ops.yaml:2560 sample 2", fn=case_766, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2301 sample 0", fn=case_722, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2571 sample 0", fn=case_767, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2301 sample 1", fn=case_723, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2571 sample 1", fn=case_768, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2301 sample 2", fn=case_724, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2571 sample 2", fn=case_769, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2321 sample 0", fn=case_725, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2591 sample 0", fn=case_770, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2321 sample 1", fn=case_726, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2591 sample 1", fn=case_771, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2321 sample 2", fn=case_727, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2591 sample 2", fn=case_772, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2321 sample 3", fn=case_728, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2591 sample 3", fn=case_773, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2333 sample 0", fn=case_729, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2603 sample 0", fn=case_774, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2333 sample 1", fn=case_730, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2603 sample 1", fn=case_775, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2333 sample 2", fn=case_731, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2603 sample 2", fn=case_776, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:2338 sample 0", fn=case_732, tensors=[],
+    dict(op="arange", where="ops.yaml:2608 sample 0", fn=case_777, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2353 sample 0", fn=case_733, tensors=[],
+    dict(op="linspace", where="ops.yaml:2623 sample 0", fn=case_778, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2353 sample 1", fn=case_734, tensors=[],
+    dict(op="linspace", where="ops.yaml:2623 sample 1", fn=case_779, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2353 sample 2", fn=case_735, tensors=[],
+    dict(op="linspace", where="ops.yaml:2623 sample 2", fn=case_780, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2365 sample 0", fn=case_736, tensors=[],
+    dict(op="eye", where="ops.yaml:2635 sample 0", fn=case_781, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2365 sample 1", fn=case_737, tensors=[],
+    dict(op="eye", where="ops.yaml:2635 sample 1", fn=case_782, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2376 sample 0", fn=case_738, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2646 sample 0", fn=case_783, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2376 sample 1", fn=case_739, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2646 sample 1", fn=case_784, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2380 sample 0", fn=case_740, tensors=[],
+    dict(op="rand", where="ops.yaml:2650 sample 0", fn=case_785, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2391 sample 0", fn=case_741, tensors=[],
+    dict(op="randn", where="ops.yaml:2661 sample 0", fn=case_786, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2408 sample 0", fn=case_742, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2678 sample 0", fn=case_787, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2408 sample 1", fn=case_743, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2678 sample 1", fn=case_788, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2418 sample 0", fn=case_744, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2688 sample 0", fn=case_789, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2418 sample 1", fn=case_745, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2688 sample 1", fn=case_790, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:2429 sample 0", fn=case_746, tensors=[],
+    dict(op="randint", where="ops.yaml:2699 sample 0", fn=case_791, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:2429 sample 1", fn=case_747, tensors=[],
+    dict(op="randint", where="ops.yaml:2699 sample 1", fn=case_792, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:2440 sample 0", fn=case_748, tensors=[],
+    dict(op="randint.low", where="ops.yaml:2710 sample 0", fn=case_793, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2450 sample 0", fn=case_749, tensors=[],
+    dict(op="randperm", where="ops.yaml:2720 sample 0", fn=case_794, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2450 sample 1", fn=case_750, tensors=[],
+    dict(op="randperm", where="ops.yaml:2720 sample 1", fn=case_795, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2467 sample 0", fn=case_751, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2737 sample 0", fn=case_796, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2467 sample 1", fn=case_752, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2737 sample 1", fn=case_797, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2467 sample 2", fn=case_753, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2737 sample 2", fn=case_798, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2478 sample 0", fn=case_754, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2748 sample 0", fn=case_799, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2478 sample 1", fn=case_755, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2748 sample 1", fn=case_800, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2478 sample 2", fn=case_756, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2748 sample 2", fn=case_801, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2490 sample 0", fn=case_757, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2760 sample 0", fn=case_802, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2490 sample 1", fn=case_758, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2760 sample 1", fn=case_803, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2490 sample 2", fn=case_759, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2760 sample 2", fn=case_804, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:2503 sample 0", fn=case_760, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2773 sample 0", fn=case_805, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:2503 sample 1", fn=case_761, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2773 sample 1", fn=case_806, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
