@@ -746,6 +746,1139 @@ yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *expo
     return status;
 }
 
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * backward, from derivatives.yaml:159:
+ *   exponent: pow_scalar_backward(grad, self, result)
+ */
+typedef struct pow_scalar_node {
+    yt_node base;    /* must be first */
+    yt_scalar self;  /* used by: exponent */
+    yt_saved result; /* used by: exponent */
+} pow_scalar_node;
+
+static yt_status
+pow_scalar_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    pow_scalar_node *node = (pow_scalar_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_pow_scalar_backward(grads[0], node->self, result);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+pow_scalar_release_saved(yt_node *node_)
+{
+    pow_scalar_node *node = (pow_scalar_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind pow_scalar_node_kind = {
+    .name = "PowScalarBackward",
+    .op_name = "pow",
+    .size = sizeof(pow_scalar_node),
+    .backward = pow_scalar_backward,
+    .release_saved = pow_scalar_release_saved,
+};
+
+yt_status
+yt__record_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
+{
+    pow_scalar_node *node = (pow_scalar_node *)yt__node_new(&pow_scalar_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, exponent);
+    node->self = self;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:166:
+ *   self: sum_to(where(self > other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
+ *   other: sum_to(where(other > self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
+ */
+typedef struct maximum_node {
+    yt_node base;         /* must be first */
+    yt_saved self;        /* used by: self, other */
+    yt_saved other;       /* used by: self, other */
+    yt_shape self_shape;  /* used by: self */
+    yt_shape other_shape; /* used by: other */
+} maximum_node;
+
+static yt_status
+maximum_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    maximum_node *node = (maximum_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t0 = yt_gt(self, other);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[0] = yt_sum_to(t5, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gt(other, self);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[1] = yt_sum_to(t5, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(other);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+maximum_release_saved(yt_node *node_)
+{
+    maximum_node *node = (maximum_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->other);
+}
+
+static const yt_node_kind maximum_node_kind = {
+    .name = "MaximumBackward",
+    .op_name = "maximum",
+    .size = sizeof(maximum_node),
+    .backward = maximum_backward,
+    .release_saved = maximum_release_saved,
+};
+
+yt_status
+yt__record_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    maximum_node *node = (maximum_node *)yt__node_new(&maximum_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:170:
+ *   self: sum_to(where(self < other, grad, where(self == other, grad / 2, zeros_like(grad))), self.shape)
+ *   other: sum_to(where(other < self, grad, where(self == other, grad / 2, zeros_like(grad))), other.shape)
+ */
+typedef struct minimum_node {
+    yt_node base;         /* must be first */
+    yt_saved self;        /* used by: self, other */
+    yt_saved other;       /* used by: self, other */
+    yt_shape self_shape;  /* used by: self */
+    yt_shape other_shape; /* used by: other */
+} minimum_node;
+
+static yt_status
+minimum_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    minimum_node *node = (minimum_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t0 = yt_lt(self, other);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[0] = yt_sum_to(t5, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_lt(other, self);
+        yt_tensor *t1 = yt_eq(self, other);
+        yt_tensor *t2 = yt_div_scalar(grads[0], yt_int(2));
+        yt_tensor *t3 = yt_zeros_like(grads[0]);
+        yt_tensor *t4 = yt_where(t1, t2, t3);
+        yt_tensor *t5 = yt_where(t0, grads[0], t4);
+        out[1] = yt_sum_to(t5, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(other);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+minimum_release_saved(yt_node *node_)
+{
+    minimum_node *node = (minimum_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->other);
+}
+
+static const yt_node_kind minimum_node_kind = {
+    .name = "MinimumBackward",
+    .op_name = "minimum",
+    .size = sizeof(minimum_node),
+    .backward = minimum_backward,
+    .release_saved = minimum_release_saved,
+};
+
+yt_status
+yt__record_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    minimum_node *node = (minimum_node *)yt__node_new(&minimum_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * backward, from derivatives.yaml:174:
+ *   self: where(self < min, zeros_like(grad), grad)
+ */
+typedef struct clamp_min_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+    yt_scalar min; /* used by: self */
+} clamp_min_node;
+
+static yt_status
+clamp_min_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_min_node *node = (clamp_min_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_lt_scalar(self, node->min);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        out[0] = yt_where(t0, t1, grads[0]);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_min_release_saved(yt_node *node_)
+{
+    clamp_min_node *node = (clamp_min_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_min_node_kind = {
+    .name = "ClampMinBackward",
+    .op_name = "clamp_min",
+    .size = sizeof(clamp_min_node),
+    .backward = clamp_min_backward,
+    .release_saved = clamp_min_release_saved,
+};
+
+yt_status
+yt__record_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
+{
+    clamp_min_node *node = (clamp_min_node *)yt__node_new(&clamp_min_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->min = min;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * backward, from derivatives.yaml:177:
+ *   self: where(self > max, zeros_like(grad), grad)
+ */
+typedef struct clamp_max_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+    yt_scalar max; /* used by: self */
+} clamp_max_node;
+
+static yt_status
+clamp_max_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_max_node *node = (clamp_max_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gt_scalar(self, node->max);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        out[0] = yt_where(t0, t1, grads[0]);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_max_release_saved(yt_node *node_)
+{
+    clamp_max_node *node = (clamp_max_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind clamp_max_node_kind = {
+    .name = "ClampMaxBackward",
+    .op_name = "clamp_max",
+    .size = sizeof(clamp_max_node),
+    .backward = clamp_max_backward,
+    .release_saved = clamp_max_release_saved,
+};
+
+yt_status
+yt__record_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
+{
+    clamp_max_node *node = (clamp_max_node *)yt__node_new(&clamp_max_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->max = max;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * backward, from derivatives.yaml:180:
+ *   self: sum_to(where(self < min, zeros_like(grad), grad), self.shape)
+ *   min: sum_to(grad * (self < min), min.shape)
+ */
+typedef struct clamp_min_tensor_node {
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self, min */
+    yt_saved min;        /* used by: self, min */
+    yt_shape self_shape; /* used by: self */
+    yt_shape min_shape;  /* used by: min */
+} clamp_min_tensor_node;
+
+static yt_status
+clamp_min_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_min_tensor_node *node = (clamp_min_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        yt_tensor *t0 = yt_lt(self, min);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        yt_tensor *t2 = yt_where(t0, t1, grads[0]);
+        out[0] = yt_sum_to(t2, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(min);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *min = yt__saved_unpack(&node->min, &node->base, "min");
+        yt_tensor *t0 = yt_lt(self, min);
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        out[1] = yt_sum_to(t1, node->min_shape.sizes, node->min_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(min);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_min_tensor_release_saved(yt_node *node_)
+{
+    clamp_min_tensor_node *node = (clamp_min_tensor_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->min);
+}
+
+static const yt_node_kind clamp_min_tensor_node_kind = {
+    .name = "ClampMinTensorBackward",
+    .op_name = "clamp_min",
+    .size = sizeof(clamp_min_tensor_node),
+    .backward = clamp_min_tensor_backward,
+    .release_saved = clamp_min_tensor_release_saved,
+};
+
+yt_status
+yt__record_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
+{
+    clamp_min_tensor_node *node =
+        (clamp_min_tensor_node *)yt__node_new(&clamp_min_tensor_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, min);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->min, min, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->min_shape, min);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * backward, from derivatives.yaml:184:
+ *   self: sum_to(where(self > max, zeros_like(grad), grad), self.shape)
+ *   max: sum_to(grad * (self > max), max.shape)
+ */
+typedef struct clamp_max_tensor_node {
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self, max */
+    yt_saved max;        /* used by: self, max */
+    yt_shape self_shape; /* used by: self */
+    yt_shape max_shape;  /* used by: max */
+} clamp_max_tensor_node;
+
+static yt_status
+clamp_max_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    clamp_max_tensor_node *node = (clamp_max_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_gt(self, max);
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        yt_tensor *t2 = yt_where(t0, t1, grads[0]);
+        out[0] = yt_sum_to(t2, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *max = yt__saved_unpack(&node->max, &node->base, "max");
+        yt_tensor *t0 = yt_gt(self, max);
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        out[1] = yt_sum_to(t1, node->max_shape.sizes, node->max_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(max);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+clamp_max_tensor_release_saved(yt_node *node_)
+{
+    clamp_max_tensor_node *node = (clamp_max_tensor_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->max);
+}
+
+static const yt_node_kind clamp_max_tensor_node_kind = {
+    .name = "ClampMaxTensorBackward",
+    .op_name = "clamp_max",
+    .size = sizeof(clamp_max_tensor_node),
+    .backward = clamp_max_tensor_backward,
+    .release_saved = clamp_max_tensor_release_saved,
+};
+
+yt_status
+yt__record_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
+{
+    clamp_max_tensor_node *node =
+        (clamp_max_tensor_node *)yt__node_new(&clamp_max_tensor_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, max);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->max, max, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->max_shape, max);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * backward, from derivatives.yaml:188:
+ *   self: sum_to(grad, self.shape)
+ *   other: sum_to(-grad * floor_divide(self, other), other.shape)
+ */
+typedef struct remainder_node {
+    yt_node base;         /* must be first */
+    yt_shape self_shape;  /* used by: self */
+    yt_saved self;        /* used by: other */
+    yt_saved other;       /* used by: other */
+    yt_shape other_shape; /* used by: other */
+} remainder_node;
+
+static yt_status
+remainder_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    remainder_node *node = (remainder_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *other = yt__saved_unpack(&node->other, &node->base, "other");
+        yt_tensor *t1 = yt_floor_divide(self, other);
+        yt_tensor *t2 = yt_mul(t0, t1);
+        out[1] = yt_sum_to(t2, node->other_shape.sizes, node->other_shape.dim);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(other);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+remainder_release_saved(yt_node *node_)
+{
+    remainder_node *node = (remainder_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->other);
+}
+
+static const yt_node_kind remainder_node_kind = {
+    .name = "RemainderBackward",
+    .op_name = "remainder",
+    .size = sizeof(remainder_node),
+    .backward = remainder_backward,
+    .release_saved = remainder_release_saved,
+};
+
+yt_status
+yt__record_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
+{
+    remainder_node *node = (remainder_node *)yt__node_new(&remainder_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, other);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->other, other, false, 0);
+    yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * backward, from derivatives.yaml:192:
+ *   self: grad
+ */
+typedef struct remainder_scalar_node {
+    yt_node base; /* must be first */
+} remainder_scalar_node;
+
+static yt_status
+remainder_scalar_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    remainder_scalar_node *node = (remainder_scalar_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+remainder_scalar_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind remainder_scalar_node_kind = {
+    .name = "RemainderScalarBackward",
+    .op_name = "remainder",
+    .size = sizeof(remainder_scalar_node),
+    .backward = remainder_scalar_backward,
+    .release_saved = remainder_scalar_release_saved,
+};
+
+yt_status
+yt__record_remainder_scalar(yt_tensor *result, yt_tensor *self)
+{
+    remainder_scalar_node *node =
+        (remainder_scalar_node *)yt__node_new(&remainder_scalar_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * backward, from derivatives.yaml:198:
+ *   self: sum_to(grad - grad * weight, self.shape)
+ *   end: sum_to(grad * weight, end.shape)
+ */
+typedef struct lerp_node {
+    yt_node base;        /* must be first */
+    yt_scalar weight;    /* used by: self, end */
+    yt_shape self_shape; /* used by: self */
+    yt_shape end_shape;  /* used by: end */
+} lerp_node;
+
+static yt_status
+lerp_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    lerp_node *node = (lerp_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->weight);
+        yt_tensor *t1 = yt_sub_ex(grads[0], t0, yt_int(1));
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->weight);
+        out[1] = yt_sum_to(t0, node->end_shape.sizes, node->end_shape.dim);
+        yt_release(t0);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+lerp_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind lerp_node_kind = {
+    .name = "LerpBackward",
+    .op_name = "lerp",
+    .size = sizeof(lerp_node),
+    .backward = lerp_backward,
+    .release_saved = lerp_release_saved,
+};
+
+yt_status
+yt__record_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
+{
+    lerp_node *node = (lerp_node *)yt__node_new(&lerp_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, end);
+    node->weight = weight;
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->end_shape, end);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * backward, from derivatives.yaml:202:
+ *   self: sum_to(grad - grad * weight, self.shape)
+ *   end: sum_to(grad * weight, end.shape)
+ *   weight: sum_to(grad * (end - self), weight.shape)
+ */
+typedef struct lerp_tensor_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: self, end */
+    yt_shape self_shape;   /* used by: self */
+    yt_shape end_shape;    /* used by: end */
+    yt_saved end;          /* used by: weight */
+    yt_saved self;         /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} lerp_tensor_node;
+
+static yt_status
+lerp_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    lerp_tensor_node *node = (lerp_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        yt_tensor *t0 = yt_mul(grads[0], weight);
+        yt_tensor *t1 = yt_sub_ex(grads[0], t0, yt_int(1));
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        yt_tensor *t0 = yt_mul(grads[0], weight);
+        out[1] = yt_sum_to(t0, node->end_shape.sizes, node->end_shape.dim);
+        yt_release(t0);
+        yt_release(weight);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *end = yt__saved_unpack(&node->end, &node->base, "end");
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_sub_ex(end, self, yt_int(1));
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        out[2] = yt_sum_to(t1, node->weight_shape.sizes, node->weight_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        yt_release(end);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+lerp_tensor_release_saved(yt_node *node_)
+{
+    lerp_tensor_node *node = (lerp_tensor_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->end);
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind lerp_tensor_node_kind = {
+    .name = "LerpTensorBackward",
+    .op_name = "lerp",
+    .size = sizeof(lerp_tensor_node),
+    .backward = lerp_tensor_backward,
+    .release_saved = lerp_tensor_release_saved,
+};
+
+yt_status
+yt__record_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
+{
+    lerp_tensor_node *node = (lerp_tensor_node *)yt__node_new(&lerp_tensor_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, end);
+    yt__node_set_edge(&node->base, 2, weight);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->end_shape, end);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->end, end, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * backward, from derivatives.yaml:207:
+ *   self: sum_to(grad, self.shape)
+ *   tensor1: sum_to(grad * tensor2 * value, tensor1.shape)
+ *   tensor2: sum_to(grad * tensor1 * value, tensor2.shape)
+ */
+typedef struct addcmul_node {
+    yt_node base;           /* must be first */
+    yt_shape self_shape;    /* used by: self */
+    yt_saved tensor2;       /* used by: tensor1 */
+    yt_scalar value;        /* used by: tensor1, tensor2 */
+    yt_shape tensor1_shape; /* used by: tensor1 */
+    yt_saved tensor1;       /* used by: tensor2 */
+    yt_shape tensor2_shape; /* used by: tensor2 */
+} addcmul_node;
+
+static yt_status
+addcmul_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    addcmul_node *node = (addcmul_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *tensor2 = yt__saved_unpack(&node->tensor2, &node->base, "tensor2");
+        yt_tensor *t0 = yt_mul(grads[0], tensor2);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->value);
+        out[1] = yt_sum_to(t1, node->tensor1_shape.sizes, node->tensor1_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *tensor1 = yt__saved_unpack(&node->tensor1, &node->base, "tensor1");
+        yt_tensor *t0 = yt_mul(grads[0], tensor1);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->value);
+        out[2] = yt_sum_to(t1, node->tensor2_shape.sizes, node->tensor2_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+addcmul_release_saved(yt_node *node_)
+{
+    addcmul_node *node = (addcmul_node *)node_;
+    yt__saved_release(&node->tensor2);
+    yt__saved_release(&node->tensor1);
+}
+
+static const yt_node_kind addcmul_node_kind = {
+    .name = "AddcmulBackward",
+    .op_name = "addcmul",
+    .size = sizeof(addcmul_node),
+    .backward = addcmul_backward,
+    .release_saved = addcmul_release_saved,
+};
+
+yt_status
+yt__record_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                   yt_scalar value)
+{
+    addcmul_node *node = (addcmul_node *)yt__node_new(&addcmul_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, tensor1);
+    yt__node_set_edge(&node->base, 2, tensor2);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->tensor2, tensor2, false, 0);
+    node->value = value;
+    yt__shape_of(&node->tensor1_shape, tensor1);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->tensor1, tensor1, false, 0);
+    yt__shape_of(&node->tensor2_shape, tensor2);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * backward, from derivatives.yaml:212:
+ *   self: sum_to(grad, self.shape)
+ *   tensor1: sum_to(grad * value / tensor2, tensor1.shape)
+ *   tensor2: sum_to(-grad * value * tensor1 / (tensor2 * tensor2), tensor2.shape)
+ */
+typedef struct addcdiv_node {
+    yt_node base;           /* must be first */
+    yt_shape self_shape;    /* used by: self */
+    yt_scalar value;        /* used by: tensor1, tensor2 */
+    yt_saved tensor2;       /* used by: tensor1, tensor2 */
+    yt_shape tensor1_shape; /* used by: tensor1 */
+    yt_saved tensor1;       /* used by: tensor2 */
+    yt_shape tensor2_shape; /* used by: tensor2 */
+} addcdiv_node;
+
+static yt_status
+addcdiv_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    addcdiv_node *node = (addcdiv_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_sum_to(grads[0], node->self_shape.sizes, node->self_shape.dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->value);
+        yt_tensor *tensor2 = yt__saved_unpack(&node->tensor2, &node->base, "tensor2");
+        yt_tensor *t1 = yt_div(t0, tensor2);
+        out[1] = yt_sum_to(t1, node->tensor1_shape.sizes, node->tensor1_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->value);
+        yt_tensor *tensor1 = yt__saved_unpack(&node->tensor1, &node->base, "tensor1");
+        yt_tensor *t2 = yt_mul(t1, tensor1);
+        yt_tensor *tensor2 = yt__saved_unpack(&node->tensor2, &node->base, "tensor2");
+        yt_tensor *t3 = yt_mul(tensor2, tensor2);
+        yt_tensor *t4 = yt_div(t2, t3);
+        out[2] = yt_sum_to(t4, node->tensor2_shape.sizes, node->tensor2_shape.dim);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(tensor2);
+        yt_release(tensor1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+addcdiv_release_saved(yt_node *node_)
+{
+    addcdiv_node *node = (addcdiv_node *)node_;
+    yt__saved_release(&node->tensor2);
+    yt__saved_release(&node->tensor1);
+}
+
+static const yt_node_kind addcdiv_node_kind = {
+    .name = "AddcdivBackward",
+    .op_name = "addcdiv",
+    .size = sizeof(addcdiv_node),
+    .backward = addcdiv_backward,
+    .release_saved = addcdiv_release_saved,
+};
+
+yt_status
+yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                   yt_scalar value)
+{
+    addcdiv_node *node = (addcdiv_node *)yt__node_new(&addcdiv_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, tensor1);
+    yt__node_set_edge(&node->base, 2, tensor2);
+    yt__shape_of(&node->self_shape, self);
+    node->value = value;
+    if (status == YT_OK && (node->base.needs_grad[1] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->tensor2, tensor2, false, 0);
+    yt__shape_of(&node->tensor1_shape, tensor1);
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->tensor1, tensor1, false, 0);
+    yt__shape_of(&node->tensor2_shape, tensor2);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * backward, from derivatives.yaml:162:
+ *   grad_output: sum_to(pow_scalar_backward(grad, self, output), grad_output.shape)
+ *   output: sum_to(pow_scalar_backward(grad, self, grad_output), output.shape)
+ */
+typedef struct pow_scalar_backward_node {
+    yt_node base;               /* must be first */
+    yt_scalar self;             /* used by: grad_output, output */
+    yt_saved output;            /* used by: grad_output */
+    yt_shape grad_output_shape; /* used by: grad_output */
+    yt_saved grad_output;       /* used by: output */
+    yt_shape output_shape;      /* used by: output */
+} pow_scalar_backward_node;
+
+static yt_status
+pow_scalar_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    pow_scalar_backward_node *node = (pow_scalar_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, output);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *t0 = yt_pow_scalar_backward(grads[0], node->self, grad_output);
+        out[1] = yt_sum_to(t0, node->output_shape.sizes, node->output_shape.dim);
+        yt_release(t0);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+pow_scalar_backward_release_saved(yt_node *node_)
+{
+    pow_scalar_backward_node *node = (pow_scalar_backward_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind pow_scalar_backward_node_kind = {
+    .name = "PowScalarBackwardBackward",
+    .op_name = "pow_scalar_backward",
+    .size = sizeof(pow_scalar_backward_node),
+    .backward = pow_scalar_backward_backward,
+    .release_saved = pow_scalar_backward_release_saved,
+};
+
+yt_status
+yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
+                               yt_tensor *output)
+{
+    pow_scalar_backward_node *node =
+        (pow_scalar_backward_node *)yt__node_new(&pow_scalar_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    node->self = self;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->output_shape, output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* exp(Tensor self) -> Tensor
  * backward, from derivatives.yaml:49:
  *   self: grad * result
@@ -1088,13 +2221,15 @@ yt__record_tanh(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
-/* softplus(Tensor self) -> Tensor
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
  * backward, from derivatives.yaml:67:
- *   self: grad * sigmoid(self)
+ *   self: where(self * beta > threshold, grad, grad * sigmoid(self * beta))
  */
 typedef struct softplus_node {
-    yt_node base;  /* must be first */
-    yt_saved self; /* used by: self */
+    yt_node base;        /* must be first */
+    yt_saved self;       /* used by: self */
+    yt_scalar beta;      /* used by: self */
+    yt_scalar threshold; /* used by: self */
 } softplus_node;
 
 static yt_status
@@ -1104,8 +2239,16 @@ softplus_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
 
     if (node->base.needs_grad[0]) {
         yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
-        yt_tensor *t0 = yt_sigmoid(self);
-        out[0] = yt_mul(grads[0], t0);
+        yt_tensor *t0 = yt_mul_scalar(self, node->beta);
+        yt_tensor *t1 = yt_gt_scalar(t0, node->threshold);
+        yt_tensor *t2 = yt_mul_scalar(self, node->beta);
+        yt_tensor *t3 = yt_sigmoid(t2);
+        yt_tensor *t4 = yt_mul(grads[0], t3);
+        out[0] = yt_where(t1, grads[0], t4);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
         yt_release(t0);
         yt_release(self);
         if (out[0] == NULL)
@@ -1130,7 +2273,7 @@ static const yt_node_kind softplus_node_kind = {
 };
 
 yt_status
-yt__record_softplus(yt_tensor *result, yt_tensor *self)
+yt__record_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
     softplus_node *node = (softplus_node *)yt__node_new(&softplus_node_kind, 1, 1);
     if (node == NULL)
@@ -1139,6 +2282,8 @@ yt__record_softplus(yt_tensor *result, yt_tensor *self)
     yt__node_set_edge(&node->base, 0, self);
     if (status == YT_OK && (node->base.needs_grad[0]))
         status = yt__saved_init(&node->self, self, false, 0);
+    node->beta = beta;
+    node->threshold = threshold;
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -1245,6 +2390,1191 @@ yt__record_to(yt_tensor *result, yt_tensor *self)
     return status;
 }
 
+/* abs(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:217:
+ *   self: grad * sign(self)
+ */
+typedef struct abs_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} abs_node;
+
+static yt_status
+abs_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    abs_node *node = (abs_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_sign(self);
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+abs_release_saved(yt_node *node_)
+{
+    abs_node *node = (abs_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind abs_node_kind = {
+    .name = "AbsBackward",
+    .op_name = "abs",
+    .size = sizeof(abs_node),
+    .backward = abs_backward,
+    .release_saved = abs_release_saved,
+};
+
+yt_status
+yt__record_abs(yt_tensor *result, yt_tensor *self)
+{
+    abs_node *node = (abs_node *)yt__node_new(&abs_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sign(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:220:
+ *   self: zeros_like(grad)
+ */
+typedef struct sign_node {
+    yt_node base; /* must be first */
+} sign_node;
+
+static yt_status
+sign_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sign_node *node = (sign_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sign_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind sign_node_kind = {
+    .name = "SignBackward",
+    .op_name = "sign",
+    .size = sizeof(sign_node),
+    .backward = sign_backward,
+    .release_saved = sign_release_saved,
+};
+
+yt_status
+yt__record_sign(yt_tensor *result, yt_tensor *self)
+{
+    sign_node *node = (sign_node *)yt__node_new(&sign_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* square(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:223:
+ *   self: grad * self * 2
+ */
+typedef struct square_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} square_node;
+
+static yt_status
+square_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    square_node *node = (square_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_mul(grads[0], self);
+        out[0] = yt_mul_scalar(t0, yt_int(2));
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+square_release_saved(yt_node *node_)
+{
+    square_node *node = (square_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind square_node_kind = {
+    .name = "SquareBackward",
+    .op_name = "square",
+    .size = sizeof(square_node),
+    .backward = square_backward,
+    .release_saved = square_release_saved,
+};
+
+yt_status
+yt__record_square(yt_tensor *result, yt_tensor *self)
+{
+    square_node *node = (square_node *)yt__node_new(&square_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* reciprocal(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:226:
+ *   self: -grad * result * result
+ */
+typedef struct reciprocal_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+} reciprocal_node;
+
+static yt_status
+reciprocal_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    reciprocal_node *node = (reciprocal_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        yt_tensor *t1 = yt_mul(t0, result);
+        out[0] = yt_mul(t1, result);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+reciprocal_release_saved(yt_node *node_)
+{
+    reciprocal_node *node = (reciprocal_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind reciprocal_node_kind = {
+    .name = "ReciprocalBackward",
+    .op_name = "reciprocal",
+    .size = sizeof(reciprocal_node),
+    .backward = reciprocal_backward,
+    .release_saved = reciprocal_release_saved,
+};
+
+yt_status
+yt__record_reciprocal(yt_tensor *result, yt_tensor *self)
+{
+    reciprocal_node *node = (reciprocal_node *)yt__node_new(&reciprocal_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* rsqrt(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:229:
+ *   self: grad * result * result * result * -0.5
+ */
+typedef struct rsqrt_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+} rsqrt_node;
+
+static yt_status
+rsqrt_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    rsqrt_node *node = (rsqrt_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        yt_tensor *t0 = yt_mul(grads[0], result);
+        yt_tensor *t1 = yt_mul(t0, result);
+        yt_tensor *t2 = yt_mul(t1, result);
+        out[0] = yt_mul_scalar(t2, yt_float(-0.5));
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+rsqrt_release_saved(yt_node *node_)
+{
+    rsqrt_node *node = (rsqrt_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind rsqrt_node_kind = {
+    .name = "RsqrtBackward",
+    .op_name = "rsqrt",
+    .size = sizeof(rsqrt_node),
+    .backward = rsqrt_backward,
+    .release_saved = rsqrt_release_saved,
+};
+
+yt_status
+yt__record_rsqrt(yt_tensor *result, yt_tensor *self)
+{
+    rsqrt_node *node = (rsqrt_node *)yt__node_new(&rsqrt_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* expm1(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:232:
+ *   self: grad * (result + 1)
+ */
+typedef struct expm1_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+} expm1_node;
+
+static yt_status
+expm1_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    expm1_node *node = (expm1_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        yt_tensor *t0 = yt_add_scalar_ex(result, yt_int(1), yt_int(1));
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+expm1_release_saved(yt_node *node_)
+{
+    expm1_node *node = (expm1_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind expm1_node_kind = {
+    .name = "Expm1Backward",
+    .op_name = "expm1",
+    .size = sizeof(expm1_node),
+    .backward = expm1_backward,
+    .release_saved = expm1_release_saved,
+};
+
+yt_status
+yt__record_expm1(yt_tensor *result, yt_tensor *self)
+{
+    expm1_node *node = (expm1_node *)yt__node_new(&expm1_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log1p(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:235:
+ *   self: grad / (self + 1)
+ */
+typedef struct log1p_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} log1p_node;
+
+static yt_status
+log1p_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log1p_node *node = (log1p_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_add_scalar_ex(self, yt_int(1), yt_int(1));
+        out[0] = yt_div(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log1p_release_saved(yt_node *node_)
+{
+    log1p_node *node = (log1p_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind log1p_node_kind = {
+    .name = "Log1pBackward",
+    .op_name = "log1p",
+    .size = sizeof(log1p_node),
+    .backward = log1p_backward,
+    .release_saved = log1p_release_saved,
+};
+
+yt_status
+yt__record_log1p(yt_tensor *result, yt_tensor *self)
+{
+    log1p_node *node = (log1p_node *)yt__node_new(&log1p_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log2(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:238:
+ *   self: grad / (self * 0.6931471805599453)
+ */
+typedef struct log2_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} log2_node;
+
+static yt_status
+log2_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log2_node *node = (log2_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_mul_scalar(self, yt_float(0.6931471805599453));
+        out[0] = yt_div(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log2_release_saved(yt_node *node_)
+{
+    log2_node *node = (log2_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind log2_node_kind = {
+    .name = "Log2Backward",
+    .op_name = "log2",
+    .size = sizeof(log2_node),
+    .backward = log2_backward,
+    .release_saved = log2_release_saved,
+};
+
+yt_status
+yt__record_log2(yt_tensor *result, yt_tensor *self)
+{
+    log2_node *node = (log2_node *)yt__node_new(&log2_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sin(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:241:
+ *   self: grad * cos(self)
+ */
+typedef struct sin_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} sin_node;
+
+static yt_status
+sin_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sin_node *node = (sin_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_cos(self);
+        out[0] = yt_mul(grads[0], t0);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sin_release_saved(yt_node *node_)
+{
+    sin_node *node = (sin_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind sin_node_kind = {
+    .name = "SinBackward",
+    .op_name = "sin",
+    .size = sizeof(sin_node),
+    .backward = sin_backward,
+    .release_saved = sin_release_saved,
+};
+
+yt_status
+yt__record_sin(yt_tensor *result, yt_tensor *self)
+{
+    sin_node *node = (sin_node *)yt__node_new(&sin_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cos(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:244:
+ *   self: -grad * sin(self)
+ */
+typedef struct cos_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} cos_node;
+
+static yt_status
+cos_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cos_node *node = (cos_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_neg(grads[0]);
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t1 = yt_sin(self);
+        out[0] = yt_mul(t0, t1);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+cos_release_saved(yt_node *node_)
+{
+    cos_node *node = (cos_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind cos_node_kind = {
+    .name = "CosBackward",
+    .op_name = "cos",
+    .size = sizeof(cos_node),
+    .backward = cos_backward,
+    .release_saved = cos_release_saved,
+};
+
+yt_status
+yt__record_cos(yt_tensor *result, yt_tensor *self)
+{
+    cos_node *node = (cos_node *)yt__node_new(&cos_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* erf(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:247:
+ *   self: grad * exp(-self * self) * 1.1283791670955126
+ */
+typedef struct erf_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} erf_node;
+
+static yt_status
+erf_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    erf_node *node = (erf_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_neg(self);
+        yt_tensor *t1 = yt_mul(t0, self);
+        yt_tensor *t2 = yt_exp(t1);
+        yt_tensor *t3 = yt_mul(grads[0], t2);
+        out[0] = yt_mul_scalar(t3, yt_float(1.1283791670955126));
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+erf_release_saved(yt_node *node_)
+{
+    erf_node *node = (erf_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind erf_node_kind = {
+    .name = "ErfBackward",
+    .op_name = "erf",
+    .size = sizeof(erf_node),
+    .backward = erf_backward,
+    .release_saved = erf_release_saved,
+};
+
+yt_status
+yt__record_erf(yt_tensor *result, yt_tensor *self)
+{
+    erf_node *node = (erf_node *)yt__node_new(&erf_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* floor(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:250:
+ *   self: zeros_like(grad)
+ */
+typedef struct floor_node {
+    yt_node base; /* must be first */
+} floor_node;
+
+static yt_status
+floor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    floor_node *node = (floor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+floor_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind floor_node_kind = {
+    .name = "FloorBackward",
+    .op_name = "floor",
+    .size = sizeof(floor_node),
+    .backward = floor_backward,
+    .release_saved = floor_release_saved,
+};
+
+yt_status
+yt__record_floor(yt_tensor *result, yt_tensor *self)
+{
+    floor_node *node = (floor_node *)yt__node_new(&floor_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* ceil(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:253:
+ *   self: zeros_like(grad)
+ */
+typedef struct ceil_node {
+    yt_node base; /* must be first */
+} ceil_node;
+
+static yt_status
+ceil_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    ceil_node *node = (ceil_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+ceil_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind ceil_node_kind = {
+    .name = "CeilBackward",
+    .op_name = "ceil",
+    .size = sizeof(ceil_node),
+    .backward = ceil_backward,
+    .release_saved = ceil_release_saved,
+};
+
+yt_status
+yt__record_ceil(yt_tensor *result, yt_tensor *self)
+{
+    ceil_node *node = (ceil_node *)yt__node_new(&ceil_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* round(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:256:
+ *   self: zeros_like(grad)
+ */
+typedef struct round_node {
+    yt_node base; /* must be first */
+} round_node;
+
+static yt_status
+round_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    round_node *node = (round_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+round_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind round_node_kind = {
+    .name = "RoundBackward",
+    .op_name = "round",
+    .size = sizeof(round_node),
+    .backward = round_backward,
+    .release_saved = round_release_saved,
+};
+
+yt_status
+yt__record_round(yt_tensor *result, yt_tensor *self)
+{
+    round_node *node = (round_node *)yt__node_new(&round_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* trunc(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:259:
+ *   self: zeros_like(grad)
+ */
+typedef struct trunc_node {
+    yt_node base; /* must be first */
+} trunc_node;
+
+static yt_status
+trunc_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    trunc_node *node = (trunc_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_zeros_like(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+trunc_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind trunc_node_kind = {
+    .name = "TruncBackward",
+    .op_name = "trunc",
+    .size = sizeof(trunc_node),
+    .backward = trunc_backward,
+    .release_saved = trunc_release_saved,
+};
+
+yt_status
+yt__record_trunc(yt_tensor *result, yt_tensor *self)
+{
+    trunc_node *node = (trunc_node *)yt__node_new(&trunc_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * backward, from derivatives.yaml:262:
+ *   self: leaky_relu_backward(grad, self, negative_slope)
+ */
+typedef struct leaky_relu_node {
+    yt_node base;             /* must be first */
+    yt_saved self;            /* used by: self */
+    yt_scalar negative_slope; /* used by: self */
+} leaky_relu_node;
+
+static yt_status
+leaky_relu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    leaky_relu_node *node = (leaky_relu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_leaky_relu_backward(grads[0], self, node->negative_slope);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+leaky_relu_release_saved(yt_node *node_)
+{
+    leaky_relu_node *node = (leaky_relu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind leaky_relu_node_kind = {
+    .name = "LeakyReluBackward",
+    .op_name = "leaky_relu",
+    .size = sizeof(leaky_relu_node),
+    .backward = leaky_relu_backward,
+    .release_saved = leaky_relu_release_saved,
+};
+
+yt_status
+yt__record_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
+{
+    leaky_relu_node *node = (leaky_relu_node *)yt__node_new(&leaky_relu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->negative_slope = negative_slope;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * backward, from derivatives.yaml:265:
+ *   grad_output: sum_to(leaky_relu_backward(grad, self, negative_slope), grad_output.shape)
+ *   self: zeros_like(self)
+ */
+typedef struct leaky_relu_backward_node {
+    yt_node base;               /* must be first */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_scalar negative_slope;   /* used by: grad_output */
+    yt_shape grad_output_shape; /* used by: grad_output */
+} leaky_relu_backward_node;
+
+static yt_status
+leaky_relu_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    leaky_relu_backward_node *node = (leaky_relu_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_leaky_relu_backward(grads[0], self, node->negative_slope);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[1] = yt_zeros_like(self);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+leaky_relu_backward_release_saved(yt_node *node_)
+{
+    leaky_relu_backward_node *node = (leaky_relu_backward_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind leaky_relu_backward_node_kind = {
+    .name = "LeakyReluBackwardBackward",
+    .op_name = "leaky_relu_backward",
+    .size = sizeof(leaky_relu_backward_node),
+    .backward = leaky_relu_backward_backward,
+    .release_saved = leaky_relu_backward_release_saved,
+};
+
+yt_status
+yt__record_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                               yt_scalar negative_slope)
+{
+    leaky_relu_backward_node *node =
+        (leaky_relu_backward_node *)yt__node_new(&leaky_relu_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->negative_slope = negative_slope;
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * backward, from derivatives.yaml:269:
+ *   self: elu_backward(grad, alpha, scale, input_scale, self)
+ */
+typedef struct elu_node {
+    yt_node base;          /* must be first */
+    yt_scalar alpha;       /* used by: self */
+    yt_scalar scale;       /* used by: self */
+    yt_scalar input_scale; /* used by: self */
+    yt_saved self;         /* used by: self */
+} elu_node;
+
+static yt_status
+elu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    elu_node *node = (elu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_elu_backward(grads[0], node->alpha, node->scale, node->input_scale, self);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+elu_release_saved(yt_node *node_)
+{
+    elu_node *node = (elu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind elu_node_kind = {
+    .name = "EluBackward",
+    .op_name = "elu",
+    .size = sizeof(elu_node),
+    .backward = elu_backward,
+    .release_saved = elu_release_saved,
+};
+
+yt_status
+yt__record_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+               yt_scalar input_scale)
+{
+    elu_node *node = (elu_node *)yt__node_new(&elu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->alpha = alpha;
+    node->scale = scale;
+    node->input_scale = input_scale;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * backward, from derivatives.yaml:272:
+ *   grad_output: sum_to(elu_backward(grad, alpha, scale, input_scale, self), grad_output.shape)
+ *   self: sum_to(where(self > 0, zeros_like(grad), elu_backward(grad * grad_output * input_scale, alpha, scale, input_scale, self)), self.shape)
+ */
+typedef struct elu_backward_node {
+    yt_node base;               /* must be first */
+    yt_scalar alpha;            /* used by: grad_output, self */
+    yt_scalar scale;            /* used by: grad_output, self */
+    yt_scalar input_scale;      /* used by: grad_output, self */
+    yt_saved self;              /* used by: grad_output, self */
+    yt_shape grad_output_shape; /* used by: grad_output */
+    yt_saved grad_output;       /* used by: self */
+    yt_shape self_shape;        /* used by: self */
+} elu_backward_node;
+
+static yt_status
+elu_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    elu_backward_node *node = (elu_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 =
+            yt_elu_backward(grads[0], node->alpha, node->scale, node->input_scale, self);
+        out[0] = yt_sum_to(t0, node->grad_output_shape.sizes, node->grad_output_shape.dim);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_gt_scalar(self, yt_int(0));
+        yt_tensor *t1 = yt_zeros_like(grads[0]);
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *t2 = yt_mul(grads[0], grad_output);
+        yt_tensor *t3 = yt_mul_scalar(t2, node->input_scale);
+        yt_tensor *t4 = yt_elu_backward(t3, node->alpha, node->scale, node->input_scale, self);
+        yt_tensor *t5 = yt_where(t0, t1, t4);
+        out[1] = yt_sum_to(t5, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(grad_output);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+elu_backward_release_saved(yt_node *node_)
+{
+    elu_backward_node *node = (elu_backward_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind elu_backward_node_kind = {
+    .name = "EluBackwardBackward",
+    .op_name = "elu_backward",
+    .size = sizeof(elu_backward_node),
+    .backward = elu_backward_backward,
+    .release_saved = elu_backward_release_saved,
+};
+
+yt_status
+yt__record_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
+                        yt_scalar input_scale, yt_tensor *self)
+{
+    elu_backward_node *node = (elu_backward_node *)yt__node_new(&elu_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->alpha = alpha;
+    node->scale = scale;
+    node->input_scale = input_scale;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    yt__shape_of(&node->grad_output_shape, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* silu(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:276:
+ *   self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+ */
+typedef struct silu_node {
+    yt_node base;  /* must be first */
+    yt_saved self; /* used by: self */
+} silu_node;
+
+static yt_status
+silu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    silu_node *node = (silu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_sigmoid(self);
+        yt_tensor *t1 = yt_mul(grads[0], t0);
+        yt_tensor *t2 = yt_sigmoid(self);
+        yt_tensor *t3 = yt_rsub(t2, yt_int(1));
+        yt_tensor *t4 = yt_mul(self, t3);
+        yt_tensor *t5 = yt_add_scalar_ex(t4, yt_int(1), yt_int(1));
+        out[0] = yt_mul(t1, t5);
+        yt_release(t5);
+        yt_release(t4);
+        yt_release(t3);
+        yt_release(t2);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+silu_release_saved(yt_node *node_)
+{
+    silu_node *node = (silu_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind silu_node_kind = {
+    .name = "SiluBackward",
+    .op_name = "silu",
+    .size = sizeof(silu_node),
+    .backward = silu_backward,
+    .release_saved = silu_release_saved,
+};
+
+yt_status
+yt__record_silu(yt_tensor *result, yt_tensor *self)
+{
+    silu_node *node = (silu_node *)yt__node_new(&silu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * backward, from derivatives.yaml:94:
  *   self: sum_to(where(condition, grad, zeros_like(grad)), self.shape)
@@ -1316,6 +3646,145 @@ yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_te
         status = yt__saved_init(&node->condition, condition, false, 0);
     yt__shape_of(&node->self_shape, self);
     yt__shape_of(&node->other_shape, other);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * backward, from derivatives.yaml:315:
+ *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
+ */
+typedef struct masked_fill_node {
+    yt_node base;        /* must be first */
+    yt_saved mask;       /* used by: self */
+    yt_shape self_shape; /* used by: self */
+} masked_fill_node;
+
+static yt_status
+masked_fill_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    masked_fill_node *node = (masked_fill_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *mask = yt__saved_unpack(&node->mask, &node->base, "mask");
+        yt_tensor *t0 = yt_zeros_like(grads[0]);
+        yt_tensor *t1 = yt_where(mask, t0, grads[0]);
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mask);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+masked_fill_release_saved(yt_node *node_)
+{
+    masked_fill_node *node = (masked_fill_node *)node_;
+    yt__saved_release(&node->mask);
+}
+
+static const yt_node_kind masked_fill_node_kind = {
+    .name = "MaskedFillBackward",
+    .op_name = "masked_fill",
+    .size = sizeof(masked_fill_node),
+    .backward = masked_fill_backward,
+    .release_saved = masked_fill_release_saved,
+};
+
+yt_status
+yt__record_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask)
+{
+    masked_fill_node *node = (masked_fill_node *)yt__node_new(&masked_fill_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->mask, mask, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * backward, from derivatives.yaml:318:
+ *   self: sum_to(where(mask, zeros_like(grad), grad), self.shape)
+ *   value: sum_to(where(mask, grad, zeros_like(grad)), value.shape)
+ */
+typedef struct masked_fill_tensor_node {
+    yt_node base;         /* must be first */
+    yt_saved mask;        /* used by: self, value */
+    yt_shape self_shape;  /* used by: self */
+    yt_shape value_shape; /* used by: value */
+} masked_fill_tensor_node;
+
+static yt_status
+masked_fill_tensor_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    masked_fill_tensor_node *node = (masked_fill_tensor_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *mask = yt__saved_unpack(&node->mask, &node->base, "mask");
+        yt_tensor *t0 = yt_zeros_like(grads[0]);
+        yt_tensor *t1 = yt_where(mask, t0, grads[0]);
+        out[0] = yt_sum_to(t1, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mask);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *mask = yt__saved_unpack(&node->mask, &node->base, "mask");
+        yt_tensor *t0 = yt_zeros_like(grads[0]);
+        yt_tensor *t1 = yt_where(mask, grads[0], t0);
+        out[2] = yt_sum_to(t1, node->value_shape.sizes, node->value_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mask);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+masked_fill_tensor_release_saved(yt_node *node_)
+{
+    masked_fill_tensor_node *node = (masked_fill_tensor_node *)node_;
+    yt__saved_release(&node->mask);
+}
+
+static const yt_node_kind masked_fill_tensor_node_kind = {
+    .name = "MaskedFillTensorBackward",
+    .op_name = "masked_fill",
+    .size = sizeof(masked_fill_tensor_node),
+    .backward = masked_fill_tensor_backward,
+    .release_saved = masked_fill_tensor_release_saved,
+};
+
+yt_status
+yt__record_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_tensor *value)
+{
+    masked_fill_tensor_node *node =
+        (masked_fill_tensor_node *)yt__node_new(&masked_fill_tensor_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, value);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->mask, mask, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    yt__shape_of(&node->value_shape, value);
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);
@@ -1614,6 +4083,573 @@ yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_
     return status;
 }
 
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:325:
+ *   self: amax_backward(grad, self, result, dim, keepdim)
+ */
+typedef struct amin_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+    yt_int_list dim; /* used by: self */
+    bool keepdim;    /* used by: self */
+} amin_node;
+
+static yt_status
+amin_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    amin_node *node = (amin_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] =
+            yt_amax_backward(grads[0], self, result, node->dim.v, node->dim.len, node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+amin_release_saved(yt_node *node_)
+{
+    amin_node *node = (amin_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind amin_node_kind = {
+    .name = "AminBackward",
+    .op_name = "amin",
+    .size = sizeof(amin_node),
+    .backward = amin_backward,
+    .release_saved = amin_release_saved,
+};
+
+yt_status
+yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
+{
+    amin_node *node = (amin_node *)yt__node_new(&amin_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:328:
+ *   self: evenly_distribute_backward(grad, self, result)
+ */
+typedef struct max_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+} max_node;
+
+static yt_status
+max_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_node *node = (max_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_evenly_distribute_backward(grads[0], self, result);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_release_saved(yt_node *node_)
+{
+    max_node *node = (max_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind max_node_kind = {
+    .name = "MaxBackward",
+    .op_name = "max",
+    .size = sizeof(max_node),
+    .backward = max_backward,
+    .release_saved = max_release_saved,
+};
+
+yt_status
+yt__record_max(yt_tensor *result, yt_tensor *self)
+{
+    max_node *node = (max_node *)yt__node_new(&max_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* min(Tensor self) -> Tensor
+ * backward, from derivatives.yaml:331:
+ *   self: evenly_distribute_backward(grad, self, result)
+ */
+typedef struct min_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+} min_node;
+
+static yt_status
+min_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    min_node *node = (min_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_evenly_distribute_backward(grads[0], self, result);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+min_release_saved(yt_node *node_)
+{
+    min_node *node = (min_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind min_node_kind = {
+    .name = "MinBackward",
+    .op_name = "min",
+    .size = sizeof(min_node),
+    .backward = min_backward,
+    .release_saved = min_release_saved,
+};
+
+yt_status
+yt__record_min(yt_tensor *result, yt_tensor *self)
+{
+    min_node *node = (min_node *)yt__node_new(&min_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:334:
+ *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
+ */
+typedef struct max_dim_node {
+    yt_node base;        /* must be first */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    bool keepdim;        /* used by: self */
+} max_dim_node;
+
+static yt_status
+max_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_dim_node *node = (max_dim_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_value_selecting_reduction_backward(grads[0], node->dim, indices,
+                                                       node->self_shape.sizes, node->self_shape.dim,
+                                                       node->keepdim);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_dim_release_saved(yt_node *node_)
+{
+    max_dim_node *node = (max_dim_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_dim_node_kind = {
+    .name = "MaxDimBackward",
+    .op_name = "max",
+    .size = sizeof(max_dim_node),
+    .backward = max_dim_backward,
+    .release_saved = max_dim_release_saved,
+};
+
+yt_status
+yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim,
+                   bool keepdim)
+{
+    max_dim_node *node = (max_dim_node *)yt__node_new(&max_dim_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:338:
+ *   self: value_selecting_reduction_backward(grad_values, dim, indices, self.shape, keepdim)
+ */
+typedef struct min_dim_node {
+    yt_node base;        /* must be first */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    bool keepdim;        /* used by: self */
+} min_dim_node;
+
+static yt_status
+min_dim_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    min_dim_node *node = (min_dim_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_value_selecting_reduction_backward(grads[0], node->dim, indices,
+                                                       node->self_shape.sizes, node->self_shape.dim,
+                                                       node->keepdim);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+min_dim_release_saved(yt_node *node_)
+{
+    min_dim_node *node = (min_dim_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind min_dim_node_kind = {
+    .name = "MinDimBackward",
+    .op_name = "min",
+    .size = sizeof(min_dim_node),
+    .backward = min_dim_backward,
+    .release_saved = min_dim_release_saved,
+};
+
+yt_status
+yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim,
+                   bool keepdim)
+{
+    min_dim_node *node = (min_dim_node *)yt__node_new(&min_dim_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:348:
+ *   self: prod_backward(grad, self, result)
+ */
+typedef struct prod_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+} prod_node;
+
+static yt_status
+prod_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    prod_node *node = (prod_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_prod_backward(grads[0], self, result);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+prod_release_saved(yt_node *node_)
+{
+    prod_node *node = (prod_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind prod_node_kind = {
+    .name = "ProdBackward",
+    .op_name = "prod",
+    .size = sizeof(prod_node),
+    .backward = prod_backward,
+    .release_saved = prod_release_saved,
+};
+
+yt_status
+yt__record_prod(yt_tensor *result, yt_tensor *self)
+{
+    prod_node *node = (prod_node *)yt__node_new(&prod_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:351:
+ *   self: prod_dim_backward(grad, self, result, dim, keepdim)
+ */
+typedef struct prod_dim_int_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+    bool keepdim;    /* used by: self */
+} prod_dim_int_node;
+
+static yt_status
+prod_dim_int_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    prod_dim_int_node *node = (prod_dim_int_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_prod_dim_backward(grads[0], self, result, node->dim, node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+prod_dim_int_release_saved(yt_node *node_)
+{
+    prod_dim_int_node *node = (prod_dim_int_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind prod_dim_int_node_kind = {
+    .name = "ProdDimIntBackward",
+    .op_name = "prod",
+    .size = sizeof(prod_dim_int_node),
+    .backward = prod_dim_int_backward,
+    .release_saved = prod_dim_int_release_saved,
+};
+
+yt_status
+yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim)
+{
+    prod_dim_int_node *node = (prod_dim_int_node *)yt__node_new(&prod_dim_int_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:366:
+ *   self: cumsum_backward(grad, dim)
+ */
+typedef struct cumsum_node {
+    yt_node base; /* must be first */
+    int64_t dim;  /* used by: self */
+} cumsum_node;
+
+static yt_status
+cumsum_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cumsum_node *node = (cumsum_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_cumsum_backward(grads[0], node->dim);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+cumsum_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind cumsum_node_kind = {
+    .name = "CumsumBackward",
+    .op_name = "cumsum",
+    .size = sizeof(cumsum_node),
+    .backward = cumsum_backward,
+    .release_saved = cumsum_release_saved,
+};
+
+yt_status
+yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    cumsum_node *node = (cumsum_node *)yt__node_new(&cumsum_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:369:
+ *   self: norm_backward(grad, self, ord, result, dim, keepdim)
+ */
+typedef struct linalg_vector_norm_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_scalar ord;   /* used by: self */
+    yt_saved result; /* used by: self */
+    yt_int_list dim; /* used by: self */
+    bool keepdim;    /* used by: self */
+} linalg_vector_norm_node;
+
+static yt_status
+linalg_vector_norm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    linalg_vector_norm_node *node = (linalg_vector_norm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_norm_backward(grads[0], self, node->ord, result, node->dim.v, node->dim.len,
+                                  node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+linalg_vector_norm_release_saved(yt_node *node_)
+{
+    linalg_vector_norm_node *node = (linalg_vector_norm_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind linalg_vector_norm_node_kind = {
+    .name = "LinalgVectorNormBackward",
+    .op_name = "linalg_vector_norm",
+    .size = sizeof(linalg_vector_norm_node),
+    .backward = linalg_vector_norm_backward,
+    .release_saved = linalg_vector_norm_release_saved,
+};
+
+yt_status
+yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self, yt_scalar ord, const int64_t *dim,
+                              int dim_len, bool keepdim)
+{
+    linalg_vector_norm_node *node =
+        (linalg_vector_norm_node *)yt__node_new(&linalg_vector_norm_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->ord = ord;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * backward, from derivatives.yaml:113:
  *   self: mm_mat1_backward(grad, mat2, self)
@@ -1688,7 +4724,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:165:
+ * backward, from derivatives.yaml:375:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -1761,7 +4797,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:169:
+ * backward, from derivatives.yaml:379:
  *   self: sum_to(grad, self.shape) * beta
  *   mat1: mm_mat1_backward(grad, mat2, mat1, alpha)
  *   mat2: mm_mat2_backward(grad, mat1, mat2, alpha)
@@ -1851,7 +4887,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:174:
+ * backward, from derivatives.yaml:384:
  *   self: sum_to(grad, self.shape) * beta
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
@@ -2465,6 +5501,2276 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
     yt__shape_of(&node->self_shape, self);
     node->dim = dim;
     node->index = index;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* flip(Tensor self, int[] dims) -> Tensor
+ * backward, from derivatives.yaml:392:
+ *   self: flip(grad, dims)
+ */
+typedef struct flip_node {
+    yt_node base;     /* must be first */
+    yt_int_list dims; /* used by: self */
+} flip_node;
+
+static yt_status
+flip_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    flip_node *node = (flip_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_flip(grads[0], node->dims.v, node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+flip_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind flip_node_kind = {
+    .name = "FlipBackward",
+    .op_name = "flip",
+    .size = sizeof(flip_node),
+    .backward = flip_backward,
+    .release_saved = flip_release_saved,
+};
+
+yt_status
+yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dims_len)
+{
+    flip_node *node = (flip_node *)yt__node_new(&flip_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * backward, from derivatives.yaml:395:
+ *   self: roll_backward(grad, shifts, dims)
+ */
+typedef struct roll_node {
+    yt_node base;       /* must be first */
+    yt_int_list shifts; /* used by: self */
+    yt_int_list dims;   /* used by: self */
+} roll_node;
+
+static yt_status
+roll_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    roll_node *node = (roll_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_roll_backward(grads[0], node->shifts.v, node->shifts.len, node->dims.v,
+                                  node->dims.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+roll_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind roll_node_kind = {
+    .name = "RollBackward",
+    .op_name = "roll",
+    .size = sizeof(roll_node),
+    .backward = roll_backward,
+    .release_saved = roll_release_saved,
+};
+
+yt_status
+yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int shifts_len,
+                const int64_t *dims, int dims_len)
+{
+    roll_node *node = (roll_node *)yt__node_new(&roll_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->shifts.len = shifts_len;
+    for (int i = 0; i < shifts_len; i++)
+        node->shifts.v[i] = shifts[i];
+    node->dims.len = dims_len;
+    for (int i = 0; i < dims_len; i++)
+        node->dims.v[i] = dims[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:398:
+ *   self: tril(grad, diagonal)
+ */
+typedef struct tril_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} tril_node;
+
+static yt_status
+tril_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    tril_node *node = (tril_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_tril_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+tril_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind tril_node_kind = {
+    .name = "TrilBackward",
+    .op_name = "tril",
+    .size = sizeof(tril_node),
+    .backward = tril_backward,
+    .release_saved = tril_release_saved,
+};
+
+yt_status
+yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    tril_node *node = (tril_node *)yt__node_new(&tril_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * backward, from derivatives.yaml:401:
+ *   self: triu(grad, diagonal)
+ */
+typedef struct triu_node {
+    yt_node base;     /* must be first */
+    int64_t diagonal; /* used by: self */
+} triu_node;
+
+static yt_status
+triu_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    triu_node *node = (triu_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_triu_ex(grads[0], node->diagonal);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+triu_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind triu_node_kind = {
+    .name = "TriuBackward",
+    .op_name = "triu",
+    .size = sizeof(triu_node),
+    .backward = triu_backward,
+    .release_saved = triu_release_saved,
+};
+
+yt_status
+yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
+{
+    triu_node *node = (triu_node *)yt__node_new(&triu_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->diagonal = diagonal;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * backward, from derivatives.yaml:404:
+ *   tensors: cat_backward(grad, dim, tensors)
+ */
+typedef struct cat_node {
+    yt_node base;      /* must be first */
+    int tensors_len;   /* elements of tensors: inputs 0.. of the node */
+    int64_t dim;       /* used by: tensors */
+    yt_saved *tensors; /* [tensors_len]; used by: tensors */
+} cat_node;
+
+static yt_status
+cat_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cat_node *node = (cat_node *)node_;
+
+    if (yt__needs_any_grad(&node->base, 0, node->tensors_len)) {
+        yt_tensor **tensors =
+            yt__saved_list_unpack(node->tensors, node->tensors_len, &node->base, "tensors");
+        int64_t n_grads = yt_cat_backward(grads[0], node->dim, tensors, node->tensors_len, out + 0,
+                                          node->tensors_len);
+        yt__release_list(tensors, node->tensors_len);
+        if (n_grads != node->tensors_len)
+            return n_grads < 0
+                       ? yt__last_status()
+                       : yt__fail_status(
+                             YT_ERR_INTERNAL,
+                             "cat: the formula for tensors gave %lld gradients for %d tensors",
+                             (long long)n_grads, node->tensors_len);
+    }
+    return YT_OK;
+}
+
+static void
+cat_release_saved(yt_node *node_)
+{
+    cat_node *node = (cat_node *)node_;
+    yt__saved_list_release(&node->tensors, node->tensors_len);
+}
+
+static const yt_node_kind cat_node_kind = {
+    .name = "CatBackward",
+    .op_name = "cat",
+    .size = sizeof(cat_node),
+    .backward = cat_backward,
+    .release_saved = cat_release_saved,
+};
+
+yt_status
+yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64_t dim)
+{
+    cat_node *node = (cat_node *)yt__node_new(&cat_node_kind, 0 + tensors_len, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    node->tensors_len = tensors_len;
+    for (int i = 0; i < tensors_len; i++)
+        yt__node_set_edge(&node->base, 0 + i, tensors[i]);
+    node->dim = dim;
+    if (status == YT_OK && (yt__needs_any_grad(&node->base, 0, tensors_len)))
+        status = yt__saved_list_init(&node->tensors, tensors, tensors_len);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * backward, from derivatives.yaml:410:
+ *   self: index_select_backward(grad, self.shape, dim, index)
+ */
+typedef struct index_select_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} index_select_node;
+
+static yt_status
+index_select_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_select_node *node = (index_select_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_index_select_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                          node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_select_release_saved(yt_node *node_)
+{
+    index_select_node *node = (index_select_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_select_node_kind = {
+    .name = "IndexSelectBackward",
+    .op_name = "index_select",
+    .size = sizeof(index_select_node),
+    .backward = index_select_backward,
+    .release_saved = index_select_release_saved,
+};
+
+yt_status
+yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    index_select_node *node = (index_select_node *)yt__node_new(&index_select_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:413:
+ *   self: grad
+ *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
+ */
+typedef struct index_add_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: source */
+    yt_saved index;        /* used by: source */
+    yt_scalar alpha;       /* used by: source */
+    yt_shape source_shape; /* used by: source */
+} index_add_node;
+
+static yt_status
+index_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_add_node *node = (index_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        yt_tensor *t1 = yt_mul_scalar(t0, node->alpha);
+        out[2] = yt_reshape(t1, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_add_release_saved(yt_node *node_)
+{
+    index_add_node *node = (index_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind index_add_node_kind = {
+    .name = "IndexAddBackward",
+    .op_name = "index_add",
+    .size = sizeof(index_add_node),
+    .backward = index_add_backward,
+    .release_saved = index_add_release_saved,
+};
+
+yt_status
+yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                     yt_tensor *source, yt_scalar alpha)
+{
+    index_add_node *node = (index_add_node *)yt__node_new(&index_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    node->alpha = alpha;
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * backward, from derivatives.yaml:417:
+ *   self: index_copy(grad, dim, index, zeros_like(source))
+ *   source: reshape(index_select(grad, dim, index), source.shape)
+ */
+typedef struct index_copy_node {
+    yt_node base;          /* must be first */
+    int64_t dim;           /* used by: self, source */
+    yt_saved index;        /* used by: self, source */
+    yt_saved source;       /* used by: self */
+    yt_shape source_shape; /* used by: source */
+} index_copy_node;
+
+static yt_status
+index_copy_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *source = yt__saved_unpack(&node->source, &node->base, "source");
+        yt_tensor *t0 = yt_zeros_like(source);
+        out[0] = yt_index_copy(grads[0], node->dim, index, t0);
+        yt_release(t0);
+        yt_release(source);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        yt_tensor *t0 = yt_index_select(grads[0], node->dim, index);
+        out[2] = yt_reshape(t0, node->source_shape.sizes, node->source_shape.dim);
+        yt_release(t0);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+index_copy_release_saved(yt_node *node_)
+{
+    index_copy_node *node = (index_copy_node *)node_;
+    yt__saved_release(&node->index);
+    yt__saved_release(&node->source);
+}
+
+static const yt_node_kind index_copy_node_kind = {
+    .name = "IndexCopyBackward",
+    .op_name = "index_copy",
+    .size = sizeof(index_copy_node),
+    .backward = index_copy_backward,
+    .release_saved = index_copy_release_saved,
+};
+
+yt_status
+yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                      yt_tensor *source)
+{
+    index_copy_node *node = (index_copy_node *)yt__node_new(&index_copy_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, source);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->source, source, false, 0);
+    yt__shape_of(&node->source_shape, source);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * backward, from derivatives.yaml:421:
+ *   self: gather_backward(grad, self.shape, dim, index)
+ */
+typedef struct gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved index;      /* used by: self */
+} gather_node;
+
+static yt_status
+gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    gather_node *node = (gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, index);
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+gather_release_saved(yt_node *node_)
+{
+    gather_node *node = (gather_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind gather_node_kind = {
+    .name = "GatherBackward",
+    .op_name = "gather",
+    .size = sizeof(gather_node),
+    .backward = gather_backward,
+    .release_saved = gather_release_saved,
+};
+
+yt_status
+yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    gather_node *node = (gather_node *)yt__node_new(&gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:424:
+ *   self: scatter(grad, dim, index, 0)
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_node {
+    yt_node base;       /* must be first */
+    int64_t dim;        /* used by: self, src */
+    yt_saved index;     /* used by: self, src */
+    yt_shape src_shape; /* used by: src */
+} scatter_node;
+
+static yt_status
+scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_node *node = (scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_release_saved(yt_node *node_)
+{
+    scatter_node *node = (scatter_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_node_kind = {
+    .name = "ScatterBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_node),
+    .backward = scatter_backward,
+    .release_saved = scatter_release_saved,
+};
+
+yt_status
+yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                   yt_tensor *src)
+{
+    scatter_node *node = (scatter_node *)yt__node_new(&scatter_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    yt__shape_of(&node->src_shape, src);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * backward, from derivatives.yaml:428:
+ *   self: scatter(grad, dim, index, 0)
+ */
+typedef struct scatter_value_node {
+    yt_node base;   /* must be first */
+    int64_t dim;    /* used by: self */
+    yt_saved index; /* used by: self */
+} scatter_value_node;
+
+static yt_status
+scatter_value_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[0] = yt_scatter_value(grads[0], node->dim, index, yt_int(0));
+        yt_release(index);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_value_release_saved(yt_node *node_)
+{
+    scatter_value_node *node = (scatter_value_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_value_node_kind = {
+    .name = "ScatterValueBackward",
+    .op_name = "scatter",
+    .size = sizeof(scatter_value_node),
+    .backward = scatter_value_backward,
+    .release_saved = scatter_value_release_saved,
+};
+
+yt_status
+yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index)
+{
+    scatter_value_node *node = (scatter_value_node *)yt__node_new(&scatter_value_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * backward, from derivatives.yaml:431:
+ *   self: grad
+ *   src: scatter_src_backward(grad, src.shape, dim, index)
+ */
+typedef struct scatter_add_node {
+    yt_node base;       /* must be first */
+    yt_shape src_shape; /* used by: src */
+    int64_t dim;        /* used by: src */
+    yt_saved index;     /* used by: src */
+} scatter_add_node;
+
+static yt_status
+scatter_add_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_retain(grads[0]);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *index = yt__saved_unpack(&node->index, &node->base, "index");
+        out[2] = yt_scatter_src_backward(grads[0], node->src_shape.sizes, node->src_shape.dim,
+                                         node->dim, index);
+        yt_release(index);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+scatter_add_release_saved(yt_node *node_)
+{
+    scatter_add_node *node = (scatter_add_node *)node_;
+    yt__saved_release(&node->index);
+}
+
+static const yt_node_kind scatter_add_node_kind = {
+    .name = "ScatterAddBackward",
+    .op_name = "scatter_add",
+    .size = sizeof(scatter_add_node),
+    .backward = scatter_add_backward,
+    .release_saved = scatter_add_release_saved,
+};
+
+yt_status
+yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index,
+                       yt_tensor *src)
+{
+    scatter_add_node *node = (scatter_add_node *)yt__node_new(&scatter_add_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, src);
+    yt__shape_of(&node->src_shape, src);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->index, index, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * backward, from derivatives.yaml:435:
+ *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: weight */
+    yt_shape weight_shape;   /* used by: weight */
+    int64_t padding_idx;     /* used by: weight */
+    bool scale_grad_by_freq; /* used by: weight */
+} embedding_node;
+
+static yt_status
+embedding_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_node *node = (embedding_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_weight_backward(grads[0], indices, node->weight_shape.sizes,
+                                              node->weight_shape.dim, node->padding_idx,
+                                              node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_release_saved(yt_node *node_)
+{
+    embedding_node *node = (embedding_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_node_kind = {
+    .name = "EmbeddingBackward",
+    .op_name = "embedding",
+    .size = sizeof(embedding_node),
+    .backward = embedding_backward,
+    .release_saved = embedding_release_saved,
+};
+
+yt_status
+yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
+                     bool scale_grad_by_freq)
+{
+    embedding_node *node = (embedding_node *)yt__node_new(&embedding_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * backward, from derivatives.yaml:438:
+ *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
+ */
+typedef struct embedding_dense_backward_node {
+    yt_node base;            /* must be first */
+    yt_saved indices;        /* used by: grad_output */
+    int64_t padding_idx;     /* used by: grad_output */
+    bool scale_grad_by_freq; /* used by: grad_output */
+} embedding_dense_backward_node;
+
+static yt_status
+embedding_dense_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_embedding_dense_double_backward(grads[0], indices, node->padding_idx,
+                                                    node->scale_grad_by_freq);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+embedding_dense_backward_release_saved(yt_node *node_)
+{
+    embedding_dense_backward_node *node = (embedding_dense_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind embedding_dense_backward_node_kind = {
+    .name = "EmbeddingDenseBackwardBackward",
+    .op_name = "embedding_dense_backward",
+    .size = sizeof(embedding_dense_backward_node),
+    .backward = embedding_dense_backward_backward,
+    .release_saved = embedding_dense_backward_release_saved,
+};
+
+yt_status
+yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *indices,
+                                    int64_t padding_idx, bool scale_grad_by_freq)
+{
+    embedding_dense_backward_node *node =
+        (embedding_dense_backward_node *)yt__node_new(&embedding_dense_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    node->padding_idx = padding_idx;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:444:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_node;
+
+static yt_status
+sort_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_node *node = (sort_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_release_saved(yt_node *node_)
+{
+    sort_node *node = (sort_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_node_kind = {
+    .name = "SortBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_node),
+    .backward = sort_backward,
+    .release_saved = sort_release_saved,
+};
+
+yt_status
+yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_node *node = (sort_node *)yt__node_new(&sort_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:448:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct sort_stable_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} sort_stable_node;
+
+static yt_status
+sort_stable_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+sort_stable_release_saved(yt_node *node_)
+{
+    sort_stable_node *node = (sort_stable_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind sort_stable_node_kind = {
+    .name = "SortStableBackward",
+    .op_name = "sort",
+    .size = sizeof(sort_stable_node),
+    .backward = sort_stable_backward,
+    .release_saved = sort_stable_release_saved,
+};
+
+yt_status
+yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    sort_stable_node *node = (sort_stable_node *)yt__node_new(&sort_stable_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:452:
+ *   self: gather_backward(grad_values, self.shape, dim, indices)
+ */
+typedef struct topk_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    int64_t dim;         /* used by: self */
+    yt_saved indices;    /* used by: self */
+} topk_node;
+
+static yt_status
+topk_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    topk_node *node = (topk_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_gather_backward(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                    node->dim, indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+topk_release_saved(yt_node *node_)
+{
+    topk_node *node = (topk_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind topk_node_kind = {
+    .name = "TopkBackward",
+    .op_name = "topk",
+    .size = sizeof(topk_node),
+    .backward = topk_backward,
+    .release_saved = topk_release_saved,
+};
+
+yt_status
+yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
+{
+    topk_node *node = (topk_node *)yt__node_new(&topk_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * backward, from derivatives.yaml:459:
+ *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ */
+typedef struct avg_pool2d_node {
+    yt_node base;             /* must be first */
+    yt_saved self;            /* used by: self */
+    yt_int_list kernel_size;  /* used by: self */
+    yt_int_list stride;       /* used by: self */
+    yt_int_list padding;      /* used by: self */
+    bool ceil_mode;           /* used by: self */
+    bool count_include_pad;   /* used by: self */
+    int64_t divisor_override; /* used by: self */
+} avg_pool2d_node;
+
+static yt_status
+avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_avg_pool2d_backward(grads[0], self, node->kernel_size.v, node->kernel_size.len,
+                                        node->stride.v, node->stride.len, node->padding.v,
+                                        node->padding.len, node->ceil_mode, node->count_include_pad,
+                                        node->divisor_override);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_release_saved(yt_node *node_)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind avg_pool2d_node_kind = {
+    .name = "AvgPool2dBackward",
+    .op_name = "avg_pool2d",
+    .size = sizeof(avg_pool2d_node),
+    .backward = avg_pool2d_backward,
+    .release_saved = avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_size,
+                      int kernel_size_len, const int64_t *stride, int stride_len,
+                      const int64_t *padding, int padding_len, bool ceil_mode,
+                      bool count_include_pad, int64_t divisor_override)
+{
+    avg_pool2d_node *node = (avg_pool2d_node *)yt__node_new(&avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:462:
+ *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
+ */
+typedef struct adaptive_avg_pool2d_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list output_size; /* used by: self */
+} adaptive_avg_pool2d_node;
+
+static yt_status
+adaptive_avg_pool2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_adaptive_avg_pool2d_backward(grads[0], self, node->output_size.v,
+                                                 node->output_size.len);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_release_saved(yt_node *node_)
+{
+    adaptive_avg_pool2d_node *node = (adaptive_avg_pool2d_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind adaptive_avg_pool2d_node_kind = {
+    .name = "AdaptiveAvgPool2dBackward",
+    .op_name = "adaptive_avg_pool2d",
+    .size = sizeof(adaptive_avg_pool2d_node),
+    .backward = adaptive_avg_pool2d_backward,
+    .release_saved = adaptive_avg_pool2d_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *output_size,
+                               int output_size_len)
+{
+    adaptive_avg_pool2d_node *node =
+        (adaptive_avg_pool2d_node *)yt__node_new(&adaptive_avg_pool2d_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * backward, from derivatives.yaml:465:
+ *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct avg_pool2d_backward_node {
+    yt_node base;             /* must be first */
+    yt_int_list kernel_size;  /* used by: grad_output */
+    yt_int_list stride;       /* used by: grad_output */
+    yt_int_list padding;      /* used by: grad_output */
+    bool ceil_mode;           /* used by: grad_output */
+    bool count_include_pad;   /* used by: grad_output */
+    int64_t divisor_override; /* used by: grad_output */
+    yt_shape self_shape;      /* used by: self */
+    yt_dtype self_dtype;      /* used by: self */
+} avg_pool2d_backward_node;
+
+static yt_status
+avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    avg_pool2d_backward_node *node = (avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] =
+            yt_avg_pool2d_ex(grads[0], node->kernel_size.v, node->kernel_size.len, node->stride.v,
+                             node->stride.len, node->padding.v, node->padding.len, node->ceil_mode,
+                             node->count_include_pad, node->divisor_override);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind avg_pool2d_backward_node_kind = {
+    .name = "AvgPool2dBackwardBackward",
+    .op_name = "avg_pool2d_backward",
+    .size = sizeof(avg_pool2d_backward_node),
+    .backward = avg_pool2d_backward_backward,
+    .release_saved = avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                               const int64_t *kernel_size, int kernel_size_len,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, bool ceil_mode, bool count_include_pad,
+                               int64_t divisor_override)
+{
+    avg_pool2d_backward_node *node =
+        (avg_pool2d_backward_node *)yt__node_new(&avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->ceil_mode = ceil_mode;
+    node->count_include_pad = count_include_pad;
+    node->divisor_override = divisor_override;
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * backward, from derivatives.yaml:469:
+ *   grad_output: adaptive_avg_pool2d(grad, output_size)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct adaptive_avg_pool2d_backward_node {
+    yt_node base;            /* must be first */
+    yt_int_list output_size; /* used by: grad_output */
+    yt_shape self_shape;     /* used by: self */
+    yt_dtype self_dtype;     /* used by: self */
+} adaptive_avg_pool2d_backward_node;
+
+static yt_status
+adaptive_avg_pool2d_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        out[0] = yt_adaptive_avg_pool2d(grads[0], node->output_size.v, node->output_size.len);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+adaptive_avg_pool2d_backward_release_saved(yt_node *node_)
+{
+    (void)node_;
+}
+
+static const yt_node_kind adaptive_avg_pool2d_backward_node_kind = {
+    .name = "AdaptiveAvgPool2dBackwardBackward",
+    .op_name = "adaptive_avg_pool2d_backward",
+    .size = sizeof(adaptive_avg_pool2d_backward_node),
+    .backward = adaptive_avg_pool2d_backward_backward,
+    .release_saved = adaptive_avg_pool2d_backward_release_saved,
+};
+
+yt_status
+yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
+                                        const int64_t *output_size, int output_size_len)
+{
+    adaptive_avg_pool2d_backward_node *node = (adaptive_avg_pool2d_backward_node *)yt__node_new(
+        &adaptive_avg_pool2d_backward_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    node->output_size.len = output_size_len;
+    for (int i = 0; i < output_size_len; i++)
+        node->output_size.v[i] = output_size[i];
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:473:
+ *   grad_output: max_pool2d_index_gather(grad, indices)
+ *   self: zeros(self.shape, dtype=self.dtype)
+ */
+typedef struct max_pool2d_with_indices_backward_node {
+    yt_node base;        /* must be first */
+    yt_saved indices;    /* used by: grad_output */
+    yt_shape self_shape; /* used by: self */
+    yt_dtype self_dtype; /* used by: self */
+} max_pool2d_with_indices_backward_node;
+
+static yt_status
+max_pool2d_with_indices_backward_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        out[1] = yt_zeros_ex(node->self_shape.sizes, node->self_shape.dim, node->self_dtype,
+                             YT_DEVICE_NONE);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_backward_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_backward_node *node = (max_pool2d_with_indices_backward_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_backward_node_kind = {
+    .name = "MaxPool2dWithIndicesBackwardBackward",
+    .op_name = "max_pool2d_with_indices_backward",
+    .size = sizeof(max_pool2d_with_indices_backward_node),
+    .backward = max_pool2d_with_indices_backward_backward,
+    .release_saved = max_pool2d_with_indices_backward_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_output,
+                                            yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_with_indices_backward_node *node =
+        (max_pool2d_with_indices_backward_node *)yt__node_new(
+            &max_pool2d_with_indices_backward_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    yt__shape_of(&node->self_shape, self);
+    node->self_dtype = self->dtype;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:477:
+ *   self: max_pool2d_index_scatter(grad, self.shape, indices)
+ */
+typedef struct max_pool2d_index_gather_node {
+    yt_node base;        /* must be first */
+    yt_shape self_shape; /* used by: self */
+    yt_saved indices;    /* used by: self */
+} max_pool2d_index_gather_node;
+
+static yt_status
+max_pool2d_index_gather_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_scatter(grads[0], node->self_shape.sizes, node->self_shape.dim,
+                                             indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_gather_release_saved(yt_node *node_)
+{
+    max_pool2d_index_gather_node *node = (max_pool2d_index_gather_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_gather_node_kind = {
+    .name = "MaxPool2dIndexGatherBackward",
+    .op_name = "max_pool2d_index_gather",
+    .size = sizeof(max_pool2d_index_gather_node),
+    .backward = max_pool2d_index_gather_backward,
+    .release_saved = max_pool2d_index_gather_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor *indices)
+{
+    max_pool2d_index_gather_node *node =
+        (max_pool2d_index_gather_node *)yt__node_new(&max_pool2d_index_gather_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * backward, from derivatives.yaml:480:
+ *   grad: max_pool2d_index_gather(grad, indices)
+ */
+typedef struct max_pool2d_index_scatter_node {
+    yt_node base;     /* must be first */
+    yt_saved indices; /* used by: grad */
+} max_pool2d_index_scatter_node;
+
+static yt_status
+max_pool2d_index_scatter_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_index_gather(grads[0], indices);
+        yt_release(indices);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_index_scatter_release_saved(yt_node *node_)
+{
+    max_pool2d_index_scatter_node *node = (max_pool2d_index_scatter_node *)node_;
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_index_scatter_node_kind = {
+    .name = "MaxPool2dIndexScatterBackward",
+    .op_name = "max_pool2d_index_scatter",
+    .size = sizeof(max_pool2d_index_scatter_node),
+    .backward = max_pool2d_index_scatter_backward,
+    .release_saved = max_pool2d_index_scatter_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tensor *indices)
+{
+    max_pool2d_index_scatter_node *node =
+        (max_pool2d_index_scatter_node *)yt__node_new(&max_pool2d_index_scatter_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * backward, from derivatives.yaml:483:
+ *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
+ *   bias: conv2d_backward_bias(grad)
+ */
+typedef struct conv2d_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: input */
+    yt_shape input_shape;  /* used by: input */
+    yt_int_list stride;    /* used by: input, weight */
+    yt_int_list padding;   /* used by: input, weight */
+    yt_int_list dilation;  /* used by: input, weight */
+    int64_t groups;        /* used by: input, weight */
+    yt_saved input;        /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_node;
+
+static yt_status
+conv2d_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] = yt_conv2d_backward_input(grads[0], weight, node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[1] = yt_conv2d_backward_weight(grads[0], input, node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        out[2] = yt_conv2d_backward_bias(grads[0]);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_release_saved(yt_node *node_)
+{
+    conv2d_node *node = (conv2d_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->input);
+}
+
+static const yt_node_kind conv2d_node_kind = {
+    .name = "Conv2dBackward",
+    .op_name = "conv2d",
+    .size = sizeof(conv2d_node),
+    .backward = conv2d_backward,
+    .release_saved = conv2d_release_saved,
+};
+
+yt_status
+yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+                  const int64_t *dilation, int dilation_len, int64_t groups)
+{
+    conv2d_node *node = (conv2d_node *)yt__node_new(&conv2d_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, input);
+    yt__node_set_edge(&node->base, 1, weight);
+    yt__node_set_edge(&node->base, 2, bias);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:488:
+ *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
+ *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_input_node {
+    yt_node base;          /* must be first */
+    yt_saved weight;       /* used by: grad_output */
+    yt_int_list stride;    /* used by: grad_output, weight */
+    yt_int_list padding;   /* used by: grad_output, weight */
+    yt_int_list dilation;  /* used by: grad_output, weight */
+    int64_t groups;        /* used by: grad_output, weight */
+    yt_saved grad_output;  /* used by: weight */
+    yt_shape weight_shape; /* used by: weight */
+} conv2d_backward_input_node;
+
+static yt_status
+conv2d_backward_input_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *weight = yt__saved_unpack(&node->weight, &node->base, "weight");
+        out[0] =
+            yt_conv2d_ex(grads[0], weight, NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(weight);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_weight(grad_output, grads[0], node->weight_shape.sizes,
+                                           node->weight_shape.dim, node->stride.v, node->stride.len,
+                                           node->padding.v, node->padding.len, node->dilation.v,
+                                           node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_input_release_saved(yt_node *node_)
+{
+    conv2d_backward_input_node *node = (conv2d_backward_input_node *)node_;
+    yt__saved_release(&node->weight);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_input_node_kind = {
+    .name = "Conv2dBackwardInputBackward",
+    .op_name = "conv2d_backward_input",
+    .size = sizeof(conv2d_backward_input_node),
+    .backward = conv2d_backward_input_backward,
+    .release_saved = conv2d_backward_input_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight,
+                                 const int64_t *stride, int stride_len, const int64_t *padding,
+                                 int padding_len, const int64_t *dilation, int dilation_len,
+                                 int64_t groups)
+{
+    conv2d_backward_input_node *node =
+        (conv2d_backward_input_node *)yt__node_new(&conv2d_backward_input_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->weight_shape, weight);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * backward, from derivatives.yaml:492:
+ *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
+ *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
+ */
+typedef struct conv2d_backward_weight_node {
+    yt_node base;         /* must be first */
+    yt_saved input;       /* used by: grad_output */
+    yt_int_list stride;   /* used by: grad_output, input */
+    yt_int_list padding;  /* used by: grad_output, input */
+    yt_int_list dilation; /* used by: grad_output, input */
+    int64_t groups;       /* used by: grad_output, input */
+    yt_saved grad_output; /* used by: input */
+    yt_shape input_shape; /* used by: input */
+} conv2d_backward_weight_node;
+
+static yt_status
+conv2d_backward_weight_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *input = yt__saved_unpack(&node->input, &node->base, "input");
+        out[0] =
+            yt_conv2d_ex(input, grads[0], NULL, node->stride.v, node->stride.len, node->padding.v,
+                         node->padding.len, node->dilation.v, node->dilation.len, node->groups);
+        yt_release(input);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        out[1] = yt_conv2d_backward_input(grad_output, grads[0], node->input_shape.sizes,
+                                          node->input_shape.dim, node->stride.v, node->stride.len,
+                                          node->padding.v, node->padding.len, node->dilation.v,
+                                          node->dilation.len, node->groups);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+conv2d_backward_weight_release_saved(yt_node *node_)
+{
+    conv2d_backward_weight_node *node = (conv2d_backward_weight_node *)node_;
+    yt__saved_release(&node->input);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind conv2d_backward_weight_node_kind = {
+    .name = "Conv2dBackwardWeightBackward",
+    .op_name = "conv2d_backward_weight",
+    .size = sizeof(conv2d_backward_weight_node),
+    .backward = conv2d_backward_weight_backward,
+    .release_saved = conv2d_backward_weight_release_saved,
+};
+
+yt_status
+yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_tensor *input,
+                                  const int64_t *stride, int stride_len, const int64_t *padding,
+                                  int padding_len, const int64_t *dilation, int dilation_len,
+                                  int64_t groups)
+{
+    conv2d_backward_weight_node *node =
+        (conv2d_backward_weight_node *)yt__node_new(&conv2d_backward_weight_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, input);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->input, input, false, 0);
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->groups = groups;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    yt__shape_of(&node->input_shape, input);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * backward, from derivatives.yaml:496:
+ *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+ */
+typedef struct max_pool2d_with_indices_node {
+    yt_node base;            /* must be first */
+    yt_saved self;           /* used by: self */
+    yt_int_list kernel_size; /* used by: self */
+    yt_int_list stride;      /* used by: self */
+    yt_int_list padding;     /* used by: self */
+    yt_int_list dilation;    /* used by: self */
+    bool ceil_mode;          /* used by: self */
+    yt_saved indices;        /* used by: self */
+} max_pool2d_with_indices_node;
+
+static yt_status
+max_pool2d_with_indices_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *indices = yt__saved_unpack(&node->indices, &node->base, "indices");
+        out[0] = yt_max_pool2d_with_indices_backward(
+            grads[0], self, node->kernel_size.v, node->kernel_size.len, node->stride.v,
+            node->stride.len, node->padding.v, node->padding.len, node->dilation.v,
+            node->dilation.len, node->ceil_mode, indices);
+        yt_release(indices);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+max_pool2d_with_indices_release_saved(yt_node *node_)
+{
+    max_pool2d_with_indices_node *node = (max_pool2d_with_indices_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->indices);
+}
+
+static const yt_node_kind max_pool2d_with_indices_node_kind = {
+    .name = "MaxPool2dWithIndicesBackward",
+    .op_name = "max_pool2d_with_indices",
+    .size = sizeof(max_pool2d_with_indices_node),
+    .backward = max_pool2d_with_indices_backward,
+    .release_saved = max_pool2d_with_indices_release_saved,
+};
+
+yt_status
+yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, const int64_t *dilation, int dilation_len,
+                                   bool ceil_mode)
+{
+    max_pool2d_with_indices_node *node =
+        (max_pool2d_with_indices_node *)yt__node_new(&max_pool2d_with_indices_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->kernel_size.len = kernel_size_len;
+    for (int i = 0; i < kernel_size_len; i++)
+        node->kernel_size.v[i] = kernel_size[i];
+    node->stride.len = stride_len;
+    for (int i = 0; i < stride_len; i++)
+        node->stride.v[i] = stride[i];
+    node->padding.len = padding_len;
+    for (int i = 0; i < padding_len; i++)
+        node->padding.v[i] = padding[i];
+    node->dilation.len = dilation_len;
+    for (int i = 0; i < dilation_len; i++)
+        node->dilation.v[i] = dilation[i];
+    node->ceil_mode = ceil_mode;
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->indices, indices, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, values, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:506:
+ *   self: softmax_backward_data(grad, result, dim)
+ */
+typedef struct softmax_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+} softmax_node;
+
+static yt_status
+softmax_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    softmax_node *node = (softmax_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_softmax_backward_data(grads[0], result, node->dim);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+softmax_release_saved(yt_node *node_)
+{
+    softmax_node *node = (softmax_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind softmax_node_kind = {
+    .name = "SoftmaxBackward",
+    .op_name = "softmax",
+    .size = sizeof(softmax_node),
+    .backward = softmax_backward,
+    .release_saved = softmax_release_saved,
+};
+
+yt_status
+yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    softmax_node *node = (softmax_node *)yt__node_new(&softmax_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * backward, from derivatives.yaml:509:
+ *   self: log_softmax_backward_data(grad, result, dim)
+ */
+typedef struct log_softmax_node {
+    yt_node base;    /* must be first */
+    yt_saved result; /* used by: self */
+    int64_t dim;     /* used by: self */
+} log_softmax_node;
+
+static yt_status
+log_softmax_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log_softmax_node *node = (log_softmax_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_log_softmax_backward_data(grads[0], result, node->dim);
+        yt_release(result);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log_softmax_release_saved(yt_node *node_)
+{
+    log_softmax_node *node = (log_softmax_node *)node_;
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind log_softmax_node_kind = {
+    .name = "LogSoftmaxBackward",
+    .op_name = "log_softmax",
+    .size = sizeof(log_softmax_node),
+    .backward = log_softmax_backward,
+    .release_saved = log_softmax_release_saved,
+};
+
+yt_status
+yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
+{
+    log_softmax_node *node = (log_softmax_node *)yt__node_new(&log_softmax_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim = dim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * backward, from derivatives.yaml:512:
+ *   grad_output: softmax_backward_data(grad, output, dim)
+ *   output: softmax_double_backward(grad, grad_output, output, dim)
+ */
+typedef struct softmax_backward_data_node {
+    yt_node base;         /* must be first */
+    yt_saved output;      /* used by: grad_output, output */
+    int64_t dim;          /* used by: grad_output, output */
+    yt_saved grad_output; /* used by: output */
+} softmax_backward_data_node;
+
+static yt_status
+softmax_backward_data_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    softmax_backward_data_node *node = (softmax_backward_data_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[0] = yt_softmax_backward_data(grads[0], output, node->dim);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[1] = yt_softmax_double_backward(grads[0], grad_output, output, node->dim);
+        yt_release(output);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+softmax_backward_data_release_saved(yt_node *node_)
+{
+    softmax_backward_data_node *node = (softmax_backward_data_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind softmax_backward_data_node_kind = {
+    .name = "SoftmaxBackwardDataBackward",
+    .op_name = "softmax_backward_data",
+    .size = sizeof(softmax_backward_data_node),
+    .backward = softmax_backward_data_backward,
+    .release_saved = softmax_backward_data_release_saved,
+};
+
+yt_status
+yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                                 int64_t dim)
+{
+    softmax_backward_data_node *node =
+        (softmax_backward_data_node *)yt__node_new(&softmax_backward_data_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * backward, from derivatives.yaml:516:
+ *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
+ *   output: log_softmax_double_backward(grad, grad_output, output, dim)
+ */
+typedef struct log_softmax_backward_data_node {
+    yt_node base;         /* must be first */
+    yt_saved output;      /* used by: grad_output, output */
+    int64_t dim;          /* used by: grad_output, output */
+    yt_saved grad_output; /* used by: output */
+} log_softmax_backward_data_node;
+
+static yt_status
+log_softmax_backward_data_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    log_softmax_backward_data_node *node = (log_softmax_backward_data_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[0] = yt_log_softmax_backward_data_adjoint(grads[0], output, node->dim);
+        yt_release(output);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *grad_output = yt__saved_unpack(&node->grad_output, &node->base, "grad_output");
+        yt_tensor *output = yt__saved_unpack(&node->output, &node->base, "output");
+        out[1] = yt_log_softmax_double_backward(grads[0], grad_output, output, node->dim);
+        yt_release(output);
+        yt_release(grad_output);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+log_softmax_backward_data_release_saved(yt_node *node_)
+{
+    log_softmax_backward_data_node *node = (log_softmax_backward_data_node *)node_;
+    yt__saved_release(&node->output);
+    yt__saved_release(&node->grad_output);
+}
+
+static const yt_node_kind log_softmax_backward_data_node_kind = {
+    .name = "LogSoftmaxBackwardDataBackward",
+    .op_name = "log_softmax_backward_data",
+    .size = sizeof(log_softmax_backward_data_node),
+    .backward = log_softmax_backward_data_backward,
+    .release_saved = log_softmax_backward_data_release_saved,
+};
+
+yt_status
+yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_tensor *output,
+                                     int64_t dim)
+{
+    log_softmax_backward_data_node *node =
+        (log_softmax_backward_data_node *)yt__node_new(&log_softmax_backward_data_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, grad_output);
+    yt__node_set_edge(&node->base, 1, output);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[1]))
+        status = yt__saved_init(&node->output, output, false, 0);
+    node->dim = dim;
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->grad_output, grad_output, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * backward, from derivatives.yaml:523:
+ *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
+ *   weight: zeros_like(weight)
+ */
+typedef struct cross_entropy_index_node {
+    yt_node base;           /* must be first */
+    yt_saved self;          /* used by: self */
+    yt_saved target;        /* used by: self */
+    yt_saved weight;        /* used by: self, weight */
+    const char *reduction;  /* used by: self */
+    int64_t ignore_index;   /* used by: self */
+    double label_smoothing; /* used by: self */
+} cross_entropy_index_node;
+
+static yt_status
+cross_entropy_index_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    cross_entropy_index_node *node = (cross_entropy_index_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *target = yt__saved_unpack(&node->target, &node->base, "target");
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[0] = yt_cross_entropy_index_backward(grads[0], self, target, weight, node->reduction,
+                                                 node->ignore_index, node->label_smoothing);
+        yt_release(weight);
+        yt_release(target);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *weight = yt__saved_unpack_optional(&node->weight, &node->base, "weight");
+        out[2] = yt_zeros_like(weight);
+        yt_release(weight);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+cross_entropy_index_release_saved(yt_node *node_)
+{
+    cross_entropy_index_node *node = (cross_entropy_index_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->target);
+    yt__saved_release(&node->weight);
+}
+
+static const yt_node_kind cross_entropy_index_node_kind = {
+    .name = "CrossEntropyIndexBackward",
+    .op_name = "cross_entropy_index",
+    .size = sizeof(cross_entropy_index_node),
+    .backward = cross_entropy_index_backward,
+    .release_saved = cross_entropy_index_release_saved,
+};
+
+yt_status
+yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *target,
+                               yt_tensor *weight, const char *reduction, int64_t ignore_index,
+                               double label_smoothing)
+{
+    cross_entropy_index_node *node =
+        (cross_entropy_index_node *)yt__node_new(&cross_entropy_index_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 2, weight);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->target, target, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0] || node->base.needs_grad[2]))
+        status = yt__saved_init(&node->weight, weight, false, 0);
+    node->reduction = reduction;
+    node->ignore_index = ignore_index;
+    node->label_smoothing = label_smoothing;
     if (status == YT_OK)
         yt__node_set_output(&node->base, result, 0);
     yt__node_release(&node->base);

@@ -26,17 +26,67 @@ YT_INTERNAL yt_status yt__record_neg(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent);
 YT_INTERNAL yt_status yt__record_pow_tensor_tensor(yt_tensor *result, yt_tensor *self,
                                                    yt_tensor *exponent);
+YT_INTERNAL yt_status yt__record_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent);
+YT_INTERNAL yt_status yt__record_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__record_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__record_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min);
+YT_INTERNAL yt_status yt__record_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max);
+YT_INTERNAL yt_status yt__record_clamp_min_tensor(yt_tensor *result, yt_tensor *self,
+                                                  yt_tensor *min);
+YT_INTERNAL yt_status yt__record_clamp_max_tensor(yt_tensor *result, yt_tensor *self,
+                                                  yt_tensor *max);
+YT_INTERNAL yt_status yt__record_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_status yt__record_remainder_scalar(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                      yt_scalar weight);
+YT_INTERNAL yt_status yt__record_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                             yt_tensor *weight);
+YT_INTERNAL yt_status yt__record_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                         yt_tensor *tensor2, yt_scalar value);
+YT_INTERNAL yt_status yt__record_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                         yt_tensor *tensor2, yt_scalar value);
+YT_INTERNAL yt_status yt__record_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_scalar self, yt_tensor *output);
 YT_INTERNAL yt_status yt__record_exp(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_log(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sqrt(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_relu(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sigmoid(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_tanh(yt_tensor *result, yt_tensor *self);
-YT_INTERNAL yt_status yt__record_softplus(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta,
+                                          yt_scalar threshold);
 YT_INTERNAL yt_status yt__record_clone(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_to(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_abs(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_sign(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_square(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_reciprocal(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_rsqrt(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_expm1(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_log1p(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_log2(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_sin(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_cos(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_erf(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_floor(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_ceil(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_round(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_trunc(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_leaky_relu(yt_tensor *result, yt_tensor *self,
+                                            yt_scalar negative_slope);
+YT_INTERNAL yt_status yt__record_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_tensor *self, yt_scalar negative_slope);
+YT_INTERNAL yt_status yt__record_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha,
+                                     yt_scalar scale, yt_scalar input_scale);
+YT_INTERNAL yt_status yt__record_elu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                              yt_scalar alpha, yt_scalar scale,
+                                              yt_scalar input_scale, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_silu(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
                                        yt_tensor *other);
+YT_INTERNAL yt_status yt__record_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask);
+YT_INTERNAL yt_status yt__record_masked_fill_tensor(yt_tensor *result, yt_tensor *self,
+                                                    yt_tensor *mask, yt_tensor *value);
 YT_INTERNAL yt_status yt__record_sum(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_sum_dim(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                          int dim_len, bool keepdim);
@@ -45,6 +95,21 @@ YT_INTERNAL yt_status yt__record_mean_dim(yt_tensor *result, yt_tensor *self, co
                                           int dim_len, bool keepdim);
 YT_INTERNAL yt_status yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                       int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                      int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_max(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_min(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                         int64_t dim, bool keepdim);
+YT_INTERNAL yt_status yt__record_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                         int64_t dim, bool keepdim);
+YT_INTERNAL yt_status yt__record_prod(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              bool keepdim);
+YT_INTERNAL yt_status yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self,
+                                                    yt_scalar ord, const int64_t *dim, int dim_len,
+                                                    bool keepdim);
 YT_INTERNAL yt_status yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1,
@@ -65,6 +130,93 @@ YT_INTERNAL yt_status yt__record_slice(yt_tensor *result, yt_tensor *self, int64
                                        int64_t start, int64_t end, int64_t step);
 YT_INTERNAL yt_status yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim,
                                         int64_t index);
+YT_INTERNAL yt_status yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                      int dims_len);
+YT_INTERNAL yt_status yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                      int shifts_len, const int64_t *dims, int dims_len);
+YT_INTERNAL yt_status yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+YT_INTERNAL yt_status yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+YT_INTERNAL yt_status yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len,
+                                     int64_t dim);
+YT_INTERNAL yt_status yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              yt_tensor *index);
+YT_INTERNAL yt_status yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+YT_INTERNAL yt_status yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                            yt_tensor *index, yt_tensor *source);
+YT_INTERNAL yt_status yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                        yt_tensor *index);
+YT_INTERNAL yt_status yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                         yt_tensor *index, yt_tensor *src);
+YT_INTERNAL yt_status yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_tensor *index);
+YT_INTERNAL yt_status yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                             yt_tensor *index, yt_tensor *src);
+YT_INTERNAL yt_status yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices,
+                                           int64_t padding_idx, bool scale_grad_by_freq);
+YT_INTERNAL yt_status yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                          yt_tensor *indices, int64_t padding_idx,
+                                                          bool scale_grad_by_freq);
+YT_INTERNAL yt_status yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim);
+YT_INTERNAL yt_status yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                             int64_t dim);
+YT_INTERNAL yt_status yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim);
+YT_INTERNAL yt_status yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                            const int64_t *kernel_size, int kernel_size_len,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len, bool ceil_mode,
+                                            bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                     const int64_t *output_size,
+                                                     int output_size_len);
+YT_INTERNAL yt_status yt__record_avg_pool2d_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+YT_INTERNAL yt_status yt__record_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                              yt_tensor *grad_output,
+                                                              yt_tensor *self,
+                                                              const int64_t *output_size,
+                                                              int output_size_len);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices_backward(yt_tensor *result,
+                                                                  yt_tensor *grad_output,
+                                                                  yt_tensor *self,
+                                                                  yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                         yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                          yt_tensor *indices);
+YT_INTERNAL yt_status yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                        yt_tensor *bias, const int64_t *stride, int stride_len,
+                                        const int64_t *padding, int padding_len,
+                                        const int64_t *dilation, int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *weight, const int64_t *stride,
+                                                       int stride_len, const int64_t *padding,
+                                                       int padding_len, const int64_t *dilation,
+                                                       int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *input, const int64_t *stride,
+                                                        int stride_len, const int64_t *padding,
+                                                        int padding_len, const int64_t *dilation,
+                                                        int dilation_len, int64_t groups);
+YT_INTERNAL yt_status yt__record_max_pool2d_with_indices(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
+YT_INTERNAL yt_status yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_status yt__record_log_softmax_backward_data(yt_tensor *result,
+                                                           yt_tensor *grad_output,
+                                                           yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_status yt__record_cross_entropy_index(yt_tensor *result, yt_tensor *self,
+                                                     yt_tensor *target, yt_tensor *weight,
+                                                     const char *reduction, int64_t ignore_index,
+                                                     double label_smoothing);
 YT_INTERNAL yt_status yt__record_slice_backward(yt_tensor *result, yt_tensor *grad_output,
                                                 int64_t dim, int64_t start, int64_t end,
                                                 int64_t step);

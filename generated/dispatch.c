@@ -55,6 +55,66 @@ const yt__pow_tensor_tensor_kernel_fn yt__pow_tensor_tensor_kernels[YT_DEVICE_CO
     [YT_DEVICE_CPU] = yt__cpu_pow_tensor_tensor,
 };
 
+const yt__pow_scalar_kernel_fn yt__pow_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_pow_scalar,
+};
+
+const yt__maximum_kernel_fn yt__maximum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_maximum,
+};
+
+const yt__minimum_kernel_fn yt__minimum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_minimum,
+};
+
+const yt__clamp_min_kernel_fn yt__clamp_min_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_min,
+};
+
+const yt__clamp_max_kernel_fn yt__clamp_max_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_max,
+};
+
+const yt__clamp_min_tensor_kernel_fn yt__clamp_min_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_min_tensor,
+};
+
+const yt__clamp_max_tensor_kernel_fn yt__clamp_max_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_clamp_max_tensor,
+};
+
+const yt__remainder_kernel_fn yt__remainder_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_remainder,
+};
+
+const yt__remainder_scalar_kernel_fn yt__remainder_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_remainder_scalar,
+};
+
+const yt__floor_divide_kernel_fn yt__floor_divide_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_floor_divide,
+};
+
+const yt__lerp_kernel_fn yt__lerp_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_lerp,
+};
+
+const yt__lerp_tensor_kernel_fn yt__lerp_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_lerp_tensor,
+};
+
+const yt__addcmul_kernel_fn yt__addcmul_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_addcmul,
+};
+
+const yt__addcdiv_kernel_fn yt__addcdiv_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_addcdiv,
+};
+
+const yt__pow_scalar_backward_kernel_fn yt__pow_scalar_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_pow_scalar_backward,
+};
+
 const yt__exp_kernel_fn yt__exp_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_exp,
 };
@@ -91,6 +151,94 @@ const yt__to_kernel_fn yt__to_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_to_dtype,
 };
 
+const yt__abs_kernel_fn yt__abs_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_abs,
+};
+
+const yt__sign_kernel_fn yt__sign_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sign,
+};
+
+const yt__square_kernel_fn yt__square_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_square,
+};
+
+const yt__reciprocal_kernel_fn yt__reciprocal_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_reciprocal,
+};
+
+const yt__rsqrt_kernel_fn yt__rsqrt_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_rsqrt,
+};
+
+const yt__expm1_kernel_fn yt__expm1_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_expm1,
+};
+
+const yt__log1p_kernel_fn yt__log1p_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_log1p,
+};
+
+const yt__log2_kernel_fn yt__log2_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_log2,
+};
+
+const yt__sin_kernel_fn yt__sin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sin,
+};
+
+const yt__cos_kernel_fn yt__cos_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cos,
+};
+
+const yt__erf_kernel_fn yt__erf_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_erf,
+};
+
+const yt__floor_kernel_fn yt__floor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_floor,
+};
+
+const yt__ceil_kernel_fn yt__ceil_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ceil,
+};
+
+const yt__round_kernel_fn yt__round_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_round,
+};
+
+const yt__trunc_kernel_fn yt__trunc_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_trunc,
+};
+
+const yt__leaky_relu_kernel_fn yt__leaky_relu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_leaky_relu,
+};
+
+const yt__leaky_relu_backward_kernel_fn yt__leaky_relu_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_leaky_relu_backward,
+};
+
+const yt__elu_kernel_fn yt__elu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_elu,
+};
+
+const yt__elu_backward_kernel_fn yt__elu_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_elu_backward,
+};
+
+const yt__silu_kernel_fn yt__silu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_silu,
+};
+
+const yt__isnan_kernel_fn yt__isnan_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_isnan,
+};
+
+const yt__isfinite_kernel_fn yt__isfinite_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_isfinite,
+};
+
 const yt__eq_kernel_fn yt__eq_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_eq,
 };
@@ -119,6 +267,54 @@ const yt__where_kernel_fn yt__where_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_where,
 };
 
+const yt__ne_kernel_fn yt__ne_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ne,
+};
+
+const yt__ne_scalar_kernel_fn yt__ne_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ne_scalar,
+};
+
+const yt__le_kernel_fn yt__le_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_le,
+};
+
+const yt__le_scalar_kernel_fn yt__le_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_le_scalar,
+};
+
+const yt__ge_kernel_fn yt__ge_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ge,
+};
+
+const yt__ge_scalar_kernel_fn yt__ge_scalar_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_ge_scalar,
+};
+
+const yt__logical_and_kernel_fn yt__logical_and_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_and,
+};
+
+const yt__logical_or_kernel_fn yt__logical_or_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_or,
+};
+
+const yt__logical_xor_kernel_fn yt__logical_xor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_xor,
+};
+
+const yt__logical_not_kernel_fn yt__logical_not_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logical_not,
+};
+
+const yt__masked_fill_kernel_fn yt__masked_fill_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_masked_fill,
+};
+
+const yt__masked_fill_tensor_kernel_fn yt__masked_fill_tensor_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_masked_fill_tensor,
+};
+
 const yt__sum_kernel_fn yt__sum_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_sum,
 };
@@ -139,6 +335,66 @@ const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_amax,
 };
 
+const yt__amin_kernel_fn yt__amin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_amin,
+};
+
+const yt__max_kernel_fn yt__max_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max,
+};
+
+const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min,
+};
+
+const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_dim,
+};
+
+const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_min_dim,
+};
+
+const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmax,
+};
+
+const yt__argmin_kernel_fn yt__argmin_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argmin,
+};
+
+const yt__prod_kernel_fn yt__prod_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod,
+};
+
+const yt__prod_dim_int_kernel_fn yt__prod_dim_int_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_prod_dim_int,
+};
+
+const yt__all_kernel_fn yt__all_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all,
+};
+
+const yt__all_dim_kernel_fn yt__all_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_all_dim,
+};
+
+const yt__any_kernel_fn yt__any_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any,
+};
+
+const yt__any_dim_kernel_fn yt__any_dim_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_any_dim,
+};
+
+const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cumsum,
+};
+
+const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_linalg_vector_norm,
+};
+
 const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_mm,
 };
@@ -153,6 +409,151 @@ const yt__addmm_kernel_fn yt__addmm_kernels[YT_DEVICE_COUNT] = {
 
 const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_baddbmm,
+};
+
+const yt__flip_kernel_fn yt__flip_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_flip,
+};
+
+const yt__roll_kernel_fn yt__roll_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_roll,
+};
+
+const yt__tril_kernel_fn yt__tril_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_tril,
+};
+
+const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_triu,
+};
+
+const yt__cat_kernel_fn yt__cat_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cat,
+};
+
+const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_select,
+};
+
+const yt__index_add_kernel_fn yt__index_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_add,
+};
+
+const yt__index_copy_kernel_fn yt__index_copy_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_index_copy,
+};
+
+const yt__gather_kernel_fn yt__gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_gather,
+};
+
+const yt__scatter_kernel_fn yt__scatter_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter,
+};
+
+const yt__scatter_value_kernel_fn yt__scatter_value_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_value,
+};
+
+const yt__scatter_add_kernel_fn yt__scatter_add_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_scatter_add,
+};
+
+const yt__embedding_kernel_fn yt__embedding_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_embedding,
+};
+
+const yt__embedding_dense_backward_kernel_fn yt__embedding_dense_backward_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_embedding_dense_backward,
+};
+
+const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_argsort,
+};
+
+const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort,
+};
+
+const yt__sort_stable_kernel_fn yt__sort_stable_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_sort_stable,
+};
+
+const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_topk,
+};
+
+const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d,
+};
+
+const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d,
+};
+
+const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_avg_pool2d_backward,
+};
+
+const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_adaptive_avg_pool2d_backward,
+};
+
+const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices_backward,
+};
+
+const yt__max_pool2d_index_gather_kernel_fn yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_gather,
+};
+
+const yt__max_pool2d_index_scatter_kernel_fn yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT] =
+    {
+        [YT_DEVICE_CPU] = yt__cpu_max_pool2d_index_scatter,
+};
+
+const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d,
+};
+
+const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_input,
+};
+
+const yt__conv2d_backward_weight_kernel_fn yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_conv2d_backward_weight,
+};
+
+const yt__max_pool2d_with_indices_kernel_fn yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_max_pool2d_with_indices,
+};
+
+const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_softmax,
+};
+
+const yt__log_softmax_kernel_fn yt__log_softmax_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_log_softmax,
+};
+
+const yt__softmax_backward_data_kernel_fn yt__softmax_backward_data_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_softmax_backward_data,
+};
+
+const yt__log_softmax_backward_data_kernel_fn
+    yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT] = {
+        [YT_DEVICE_CPU] = yt__cpu_log_softmax_backward_data,
+};
+
+const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cross_entropy_index,
+};
+
+const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_empty,
 };
 
 const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT] = {
@@ -175,12 +576,52 @@ const yt__arange_kernel_fn yt__arange_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_arange,
 };
 
+const yt__linspace_kernel_fn yt__linspace_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_linspace,
+};
+
+const yt__eye_kernel_fn yt__eye_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_eye,
+};
+
+const yt__eye_m_kernel_fn yt__eye_m_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_eye_m,
+};
+
 const yt__rand_kernel_fn yt__rand_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_rand,
 };
 
 const yt__randn_kernel_fn yt__randn_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_randn,
+};
+
+const yt__randint_kernel_fn yt__randint_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randint,
+};
+
+const yt__randint_low_kernel_fn yt__randint_low_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randint_low,
+};
+
+const yt__randperm_kernel_fn yt__randperm_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_randperm,
+};
+
+const yt__bernoulli_kernel_fn yt__bernoulli_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_bernoulli,
+};
+
+const yt__bernoulli_p_kernel_fn yt__bernoulli_p_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_bernoulli_p,
+};
+
+const yt__normal_kernel_fn yt__normal_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_normal,
+};
+
+const yt__uniform_kernel_fn yt__uniform_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_uniform,
 };
 
 const yt__slice_backward_kernel_fn yt__slice_backward_kernels[YT_DEVICE_COUNT] = {

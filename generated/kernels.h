@@ -76,6 +76,81 @@ extern const yt__pow_tensor_tensor_kernel_fn yt__pow_tensor_tensor_kernels[YT_DE
 YT_INTERNAL yt_status yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self,
                                                 yt_tensor *exponent);
 
+typedef yt_status (*yt__pow_scalar_kernel_fn)(yt_tensor *result, yt_scalar self,
+                                              yt_tensor *exponent);
+extern const yt__pow_scalar_kernel_fn yt__pow_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent);
+
+typedef yt_status (*yt__maximum_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__maximum_kernel_fn yt__maximum_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__minimum_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__minimum_kernel_fn yt__minimum_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__clamp_min_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar min);
+extern const yt__clamp_min_kernel_fn yt__clamp_min_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min);
+
+typedef yt_status (*yt__clamp_max_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar max);
+extern const yt__clamp_max_kernel_fn yt__clamp_max_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max);
+
+typedef yt_status (*yt__clamp_min_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                    yt_tensor *min);
+extern const yt__clamp_min_tensor_kernel_fn yt__clamp_min_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min);
+
+typedef yt_status (*yt__clamp_max_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                    yt_tensor *max);
+extern const yt__clamp_max_tensor_kernel_fn yt__clamp_max_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max);
+
+typedef yt_status (*yt__remainder_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__remainder_kernel_fn yt__remainder_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__remainder_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                    yt_scalar other);
+extern const yt__remainder_scalar_kernel_fn yt__remainder_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__floor_divide_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                yt_tensor *other);
+extern const yt__floor_divide_kernel_fn yt__floor_divide_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__lerp_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                        yt_scalar weight);
+extern const yt__lerp_kernel_fn yt__lerp_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                   yt_scalar weight);
+
+typedef yt_status (*yt__lerp_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                               yt_tensor *weight);
+extern const yt__lerp_tensor_kernel_fn yt__lerp_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end,
+                                          yt_tensor *weight);
+
+typedef yt_status (*yt__addcmul_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                           yt_tensor *tensor2, yt_scalar value);
+extern const yt__addcmul_kernel_fn yt__addcmul_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                      yt_tensor *tensor2, yt_scalar value);
+
+typedef yt_status (*yt__addcdiv_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                           yt_tensor *tensor2, yt_scalar value);
+extern const yt__addcdiv_kernel_fn yt__addcdiv_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1,
+                                      yt_tensor *tensor2, yt_scalar value);
+
+typedef yt_status (*yt__pow_scalar_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_scalar self, yt_tensor *output);
+extern const yt__pow_scalar_backward_kernel_fn yt__pow_scalar_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_scalar self, yt_tensor *output);
+
 typedef yt_status (*yt__exp_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__exp_kernel_fn yt__exp_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_exp(yt_tensor *result, yt_tensor *self);
@@ -100,9 +175,11 @@ typedef yt_status (*yt__tanh_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__tanh_kernel_fn yt__tanh_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_tanh(yt_tensor *result, yt_tensor *self);
 
-typedef yt_status (*yt__softplus_kernel_fn)(yt_tensor *result, yt_tensor *self);
+typedef yt_status (*yt__softplus_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar beta,
+                                            yt_scalar threshold);
 extern const yt__softplus_kernel_fn yt__softplus_kernels[YT_DEVICE_COUNT];
-YT_INTERNAL yt_status yt__cpu_softplus(yt_tensor *result, yt_tensor *self);
+YT_INTERNAL yt_status yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta,
+                                       yt_scalar threshold);
 
 typedef yt_status (*yt__clone_kernel_fn)(yt_tensor *result, yt_tensor *self);
 extern const yt__clone_kernel_fn yt__clone_kernels[YT_DEVICE_COUNT];
@@ -111,6 +188,104 @@ YT_INTERNAL yt_status yt__cpu_clone(yt_tensor *result, yt_tensor *self);
 typedef yt_status (*yt__to_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 extern const yt__to_kernel_fn yt__to_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_to_dtype(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+
+typedef yt_status (*yt__abs_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__abs_kernel_fn yt__abs_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_abs(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__sign_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__sign_kernel_fn yt__sign_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sign(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__square_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__square_kernel_fn yt__square_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_square(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__reciprocal_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__reciprocal_kernel_fn yt__reciprocal_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__rsqrt_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__rsqrt_kernel_fn yt__rsqrt_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__expm1_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__expm1_kernel_fn yt__expm1_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_expm1(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__log1p_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__log1p_kernel_fn yt__log1p_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log1p(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__log2_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__log2_kernel_fn yt__log2_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log2(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__sin_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__sin_kernel_fn yt__sin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sin(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__cos_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__cos_kernel_fn yt__cos_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cos(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__erf_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__erf_kernel_fn yt__erf_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_erf(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__floor_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__floor_kernel_fn yt__floor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_floor(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__ceil_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__ceil_kernel_fn yt__ceil_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ceil(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__round_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__round_kernel_fn yt__round_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_round(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__trunc_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__trunc_kernel_fn yt__trunc_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_trunc(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__leaky_relu_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                              yt_scalar negative_slope);
+extern const yt__leaky_relu_kernel_fn yt__leaky_relu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self,
+                                         yt_scalar negative_slope);
+
+typedef yt_status (*yt__leaky_relu_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *self, yt_scalar negative_slope);
+extern const yt__leaky_relu_backward_kernel_fn yt__leaky_relu_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_tensor *self, yt_scalar negative_slope);
+
+typedef yt_status (*yt__elu_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar alpha,
+                                       yt_scalar scale, yt_scalar input_scale);
+extern const yt__elu_kernel_fn yt__elu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha,
+                                  yt_scalar scale, yt_scalar input_scale);
+
+typedef yt_status (*yt__elu_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                yt_scalar alpha, yt_scalar scale,
+                                                yt_scalar input_scale, yt_tensor *self);
+extern const yt__elu_backward_kernel_fn yt__elu_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output,
+                                           yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
+                                           yt_tensor *self);
+
+typedef yt_status (*yt__silu_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__silu_kernel_fn yt__silu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_silu(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__isnan_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__isnan_kernel_fn yt__isnan_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_isnan(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__isfinite_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__isfinite_kernel_fn yt__isfinite_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_isfinite(yt_tensor *result, yt_tensor *self);
 
 typedef yt_status (*yt__eq_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
 extern const yt__eq_kernel_fn yt__eq_kernels[YT_DEVICE_COUNT];
@@ -142,6 +317,60 @@ extern const yt__where_kernel_fn yt__where_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self,
                                     yt_tensor *other);
 
+typedef yt_status (*yt__ne_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__ne_kernel_fn yt__ne_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__ne_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+extern const yt__ne_scalar_kernel_fn yt__ne_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__le_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__le_kernel_fn yt__le_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__le_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+extern const yt__le_scalar_kernel_fn yt__le_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__ge_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__ge_kernel_fn yt__ge_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__ge_scalar_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_scalar other);
+extern const yt__ge_scalar_kernel_fn yt__ge_scalar_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other);
+
+typedef yt_status (*yt__logical_and_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                               yt_tensor *other);
+extern const yt__logical_and_kernel_fn yt__logical_and_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__logical_or_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+extern const yt__logical_or_kernel_fn yt__logical_or_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__logical_xor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                               yt_tensor *other);
+extern const yt__logical_xor_kernel_fn yt__logical_xor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other);
+
+typedef yt_status (*yt__logical_not_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__logical_not_kernel_fn yt__logical_not_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logical_not(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__masked_fill_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mask,
+                                               yt_scalar value);
+extern const yt__masked_fill_kernel_fn yt__masked_fill_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask,
+                                          yt_scalar value);
+
+typedef yt_status (*yt__masked_fill_tensor_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                      yt_tensor *mask, yt_tensor *value);
+extern const yt__masked_fill_tensor_kernel_fn yt__masked_fill_tensor_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self,
+                                                 yt_tensor *mask, yt_tensor *value);
+
 typedef yt_status (*yt__sum_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
 extern const yt__sum_kernel_fn yt__sum_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_sum(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
@@ -168,6 +397,86 @@ extern const yt__amax_kernel_fn yt__amax_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                    int dim_len, bool keepdim);
 
+typedef yt_status (*yt__amin_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                        int dim_len, bool keepdim);
+extern const yt__amin_kernel_fn yt__amin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_amin(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                   int dim_len, bool keepdim);
+
+typedef yt_status (*yt__max_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__max_kernel_fn yt__max_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__min_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__min_kernel_fn yt__min_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_min(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__max_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__max_dim_kernel_fn yt__max_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__min_dim_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                           int64_t dim, bool keepdim);
+extern const yt__min_dim_kernel_fn yt__min_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_min_dim(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                      int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__argmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          bool keepdim);
+extern const yt__argmax_kernel_fn yt__argmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argmax(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__argmin_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          bool keepdim);
+extern const yt__argmin_kernel_fn yt__argmin_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argmin(yt_tensor *result, yt_tensor *self, int64_t dim, bool keepdim);
+
+typedef yt_status (*yt__prod_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+extern const yt__prod_kernel_fn yt__prod_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_prod(yt_tensor *result, yt_tensor *self, yt_dtype dtype);
+
+typedef yt_status (*yt__prod_dim_int_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                bool keepdim, yt_dtype dtype);
+extern const yt__prod_dim_int_kernel_fn yt__prod_dim_int_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim, yt_dtype dtype);
+
+typedef yt_status (*yt__all_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__all_kernel_fn yt__all_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_all(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__all_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim);
+extern const yt__all_dim_kernel_fn yt__all_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_all_dim(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool keepdim);
+
+typedef yt_status (*yt__any_kernel_fn)(yt_tensor *result, yt_tensor *self);
+extern const yt__any_kernel_fn yt__any_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_any(yt_tensor *result, yt_tensor *self);
+
+typedef yt_status (*yt__any_dim_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool keepdim);
+extern const yt__any_dim_kernel_fn yt__any_dim_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_any_dim(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool keepdim);
+
+typedef yt_status (*yt__cumsum_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_dtype dtype);
+extern const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                     yt_dtype dtype);
+
+typedef yt_status (*yt__linalg_vector_norm_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                      yt_scalar ord, const int64_t *dim,
+                                                      int dim_len, bool keepdim, yt_dtype dtype);
+extern const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_linalg_vector_norm(yt_tensor *result, yt_tensor *self, yt_scalar ord,
+                                                 const int64_t *dim, int dim_len, bool keepdim,
+                                                 yt_dtype dtype);
+
 typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
@@ -187,6 +496,280 @@ typedef yt_status (*yt__baddbmm_kernel_fn)(yt_tensor *result, yt_tensor *self, y
 extern const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
                                       yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
+
+typedef yt_status (*yt__flip_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                        int dims_len);
+extern const yt__flip_kernel_fn yt__flip_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims,
+                                   int dims_len);
+
+typedef yt_status (*yt__roll_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                        int shifts_len, const int64_t *dims, int dims_len);
+extern const yt__roll_kernel_fn yt__roll_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts,
+                                   int shifts_len, const int64_t *dims, int dims_len);
+
+typedef yt_status (*yt__tril_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+extern const yt__tril_kernel_fn yt__tril_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+
+typedef yt_status (*yt__triu_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+extern const yt__triu_kernel_fn yt__triu_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal);
+
+typedef yt_status (*yt__cat_kernel_fn)(yt_tensor *result, yt_tensor *const *tensors,
+                                       int tensors_len, int64_t dim);
+extern const yt__cat_kernel_fn yt__cat_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len,
+                                  int64_t dim);
+
+typedef yt_status (*yt__index_select_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                yt_tensor *index);
+extern const yt__index_select_kernel_fn yt__index_select_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_select(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index);
+
+typedef yt_status (*yt__index_add_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                             yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+extern const yt__index_add_kernel_fn yt__index_add_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                        yt_tensor *index, yt_tensor *source, yt_scalar alpha);
+
+typedef yt_status (*yt__index_copy_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                              yt_tensor *index, yt_tensor *source);
+extern const yt__index_copy_kernel_fn yt__index_copy_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                         yt_tensor *index, yt_tensor *source);
+
+typedef yt_status (*yt__gather_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_tensor *index, bool sparse_grad);
+extern const yt__gather_kernel_fn yt__gather_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_gather(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                     yt_tensor *index, bool sparse_grad);
+
+typedef yt_status (*yt__scatter_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_tensor *index, yt_tensor *src);
+extern const yt__scatter_kernel_fn yt__scatter_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      yt_tensor *index, yt_tensor *src);
+
+typedef yt_status (*yt__scatter_value_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                                 yt_tensor *index, yt_scalar value);
+extern const yt__scatter_value_kernel_fn yt__scatter_value_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                            yt_tensor *index, yt_scalar value);
+
+typedef yt_status (*yt__scatter_add_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_tensor *index, yt_tensor *src);
+extern const yt__scatter_add_kernel_fn yt__scatter_add_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_tensor *index, yt_tensor *src);
+
+typedef yt_status (*yt__embedding_kernel_fn)(yt_tensor *result, yt_tensor *weight,
+                                             yt_tensor *indices, int64_t padding_idx,
+                                             bool scale_grad_by_freq, bool sparse);
+extern const yt__embedding_kernel_fn yt__embedding_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices,
+                                        int64_t padding_idx, bool scale_grad_by_freq, bool sparse);
+
+typedef yt_status (*yt__embedding_dense_backward_kernel_fn)(yt_tensor *result,
+                                                            yt_tensor *grad_output,
+                                                            yt_tensor *indices, int64_t num_weights,
+                                                            int64_t padding_idx,
+                                                            bool scale_grad_by_freq);
+extern const yt__embedding_dense_backward_kernel_fn
+    yt__embedding_dense_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                       yt_tensor *indices, int64_t num_weights,
+                                                       int64_t padding_idx,
+                                                       bool scale_grad_by_freq);
+
+typedef yt_status (*yt__argsort_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           bool descending);
+extern const yt__argsort_kernel_fn yt__argsort_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      bool descending);
+
+typedef yt_status (*yt__sort_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                        int64_t dim, bool descending);
+extern const yt__sort_kernel_fn yt__sort_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool descending);
+
+typedef yt_status (*yt__sort_stable_kernel_fn)(yt_tensor *values, yt_tensor *indices,
+                                               yt_tensor *self, const bool *stable, int64_t dim,
+                                               bool descending);
+extern const yt__sort_stable_kernel_fn yt__sort_stable_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                          const bool *stable, int64_t dim, bool descending);
+
+typedef yt_status (*yt__topk_kernel_fn)(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                        int64_t k, int64_t dim, bool largest, bool sorted);
+extern const yt__topk_kernel_fn yt__topk_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t k, int64_t dim, bool largest, bool sorted);
+
+typedef yt_status (*yt__avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                              const int64_t *kernel_size, int kernel_size_len,
+                                              const int64_t *stride, int stride_len,
+                                              const int64_t *padding, int padding_len,
+                                              bool ceil_mode, bool count_include_pad,
+                                              int64_t divisor_override);
+extern const yt__avg_pool2d_kernel_fn yt__avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                         const int64_t *kernel_size, int kernel_size_len,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len, bool ceil_mode,
+                                         bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                       const int64_t *output_size,
+                                                       int output_size_len);
+extern const yt__adaptive_avg_pool2d_kernel_fn yt__adaptive_avg_pool2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self,
+                                                  const int64_t *output_size, int output_size_len);
+
+typedef yt_status (*yt__avg_pool2d_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, bool ceil_mode, bool count_include_pad, int64_t divisor_override);
+extern const yt__avg_pool2d_backward_kernel_fn yt__avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                  yt_tensor *self, const int64_t *kernel_size,
+                                                  int kernel_size_len, const int64_t *stride,
+                                                  int stride_len, const int64_t *padding,
+                                                  int padding_len, bool ceil_mode,
+                                                  bool count_include_pad, int64_t divisor_override);
+
+typedef yt_status (*yt__adaptive_avg_pool2d_backward_kernel_fn)(yt_tensor *result,
+                                                                yt_tensor *grad_output,
+                                                                yt_tensor *self,
+                                                                const int64_t *output_size,
+                                                                int output_size_len);
+extern const yt__adaptive_avg_pool2d_backward_kernel_fn
+    yt__adaptive_avg_pool2d_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_adaptive_avg_pool2d_backward(yt_tensor *result,
+                                                           yt_tensor *grad_output, yt_tensor *self,
+                                                           const int64_t *output_size,
+                                                           int output_size_len);
+
+typedef yt_status (*yt__max_pool2d_with_indices_backward_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+extern const yt__max_pool2d_with_indices_backward_kernel_fn
+    yt__max_pool2d_with_indices_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices_backward(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_gather_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                           yt_tensor *indices);
+extern const yt__max_pool2d_index_gather_kernel_fn
+    yt__max_pool2d_index_gather_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self,
+                                                      yt_tensor *indices);
+
+typedef yt_status (*yt__max_pool2d_index_scatter_kernel_fn)(yt_tensor *result, yt_tensor *grad,
+                                                            const int64_t *self_size,
+                                                            int self_size_len, yt_tensor *indices);
+extern const yt__max_pool2d_index_scatter_kernel_fn
+    yt__max_pool2d_index_scatter_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad,
+                                                       const int64_t *self_size, int self_size_len,
+                                                       yt_tensor *indices);
+
+typedef yt_status (*yt__conv2d_kernel_fn)(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                          yt_tensor *bias, const int64_t *stride, int stride_len,
+                                          const int64_t *padding, int padding_len,
+                                          const int64_t *dilation, int dilation_len,
+                                          int64_t groups);
+extern const yt__conv2d_kernel_fn yt__conv2d_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight,
+                                     yt_tensor *bias, const int64_t *stride, int stride_len,
+                                     const int64_t *padding, int padding_len,
+                                     const int64_t *dilation, int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_input_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+    int input_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_input_kernel_fn yt__conv2d_backward_input_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *weight, const int64_t *input_size,
+                                                    int input_size_len, const int64_t *stride,
+                                                    int stride_len, const int64_t *padding,
+                                                    int padding_len, const int64_t *dilation,
+                                                    int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__conv2d_backward_weight_kernel_fn)(
+    yt_tensor *result, yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+    int weight_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, int64_t groups);
+extern const yt__conv2d_backward_weight_kernel_fn
+    yt__conv2d_backward_weight_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output,
+                                                     yt_tensor *input, const int64_t *weight_size,
+                                                     int weight_size_len, const int64_t *stride,
+                                                     int stride_len, const int64_t *padding,
+                                                     int padding_len, const int64_t *dilation,
+                                                     int dilation_len, int64_t groups);
+
+typedef yt_status (*yt__max_pool2d_with_indices_kernel_fn)(
+    yt_tensor *values, yt_tensor *indices, yt_tensor *self, const int64_t *kernel_size,
+    int kernel_size_len, const int64_t *stride, int stride_len, const int64_t *padding,
+    int padding_len, const int64_t *dilation, int dilation_len, bool ceil_mode);
+extern const yt__max_pool2d_with_indices_kernel_fn
+    yt__max_pool2d_with_indices_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices,
+                                                      yt_tensor *self, const int64_t *kernel_size,
+                                                      int kernel_size_len, const int64_t *stride,
+                                                      int stride_len, const int64_t *padding,
+                                                      int padding_len, const int64_t *dilation,
+                                                      int dilation_len, bool ceil_mode);
+
+typedef yt_status (*yt__softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                           yt_dtype dtype);
+extern const yt__softmax_kernel_fn yt__softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                      yt_dtype dtype);
+
+typedef yt_status (*yt__log_softmax_kernel_fn)(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                               yt_dtype dtype);
+extern const yt__log_softmax_kernel_fn yt__log_softmax_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim,
+                                          yt_dtype dtype);
+
+typedef yt_status (*yt__softmax_backward_data_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                         yt_tensor *output, int64_t dim);
+extern const yt__softmax_backward_data_kernel_fn yt__softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                    yt_tensor *output, int64_t dim);
+
+typedef yt_status (*yt__log_softmax_backward_data_kernel_fn)(yt_tensor *result,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+extern const yt__log_softmax_backward_data_kernel_fn
+    yt__log_softmax_backward_data_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output,
+                                                        yt_tensor *output, int64_t dim);
+
+typedef yt_status (*yt__cross_entropy_index_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                                       yt_tensor *target, yt_tensor *weight,
+                                                       const char *reduction, int64_t ignore_index,
+                                                       double label_smoothing);
+extern const yt__cross_entropy_index_kernel_fn yt__cross_entropy_index_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self,
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
+
+typedef yt_status (*yt__empty_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
+                                         yt_dtype dtype, yt_device device);
+extern const yt__empty_kernel_fn yt__empty_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_empty(yt_tensor *result, const int64_t *size, int size_len,
+                                    yt_dtype dtype, yt_device device);
 
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
@@ -216,17 +799,82 @@ extern const yt__arange_kernel_fn yt__arange_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_arange(yt_tensor *result, yt_scalar start, yt_scalar end,
                                      yt_scalar step, yt_dtype dtype, yt_device device);
 
+typedef yt_status (*yt__linspace_kernel_fn)(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                            int64_t steps, yt_dtype dtype, yt_device device);
+extern const yt__linspace_kernel_fn yt__linspace_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_linspace(yt_tensor *result, yt_scalar start, yt_scalar end,
+                                       int64_t steps, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__eye_kernel_fn)(yt_tensor *result, int64_t n, yt_dtype dtype,
+                                       yt_device device);
+extern const yt__eye_kernel_fn yt__eye_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_eye(yt_tensor *result, int64_t n, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__eye_m_kernel_fn)(yt_tensor *result, int64_t n, int64_t m, yt_dtype dtype,
+                                         yt_device device);
+extern const yt__eye_m_kernel_fn yt__eye_m_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_eye_m(yt_tensor *result, int64_t n, int64_t m, yt_dtype dtype,
+                                    yt_device device);
+
 typedef yt_status (*yt__rand_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
-                                        yt_dtype dtype, yt_device device);
+                                        yt_generator *generator, yt_dtype dtype, yt_device device);
 extern const yt__rand_kernel_fn yt__rand_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_rand(yt_tensor *result, const int64_t *size, int size_len,
-                                   yt_dtype dtype, yt_device device);
+                                   yt_generator *generator, yt_dtype dtype, yt_device device);
 
 typedef yt_status (*yt__randn_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
-                                         yt_dtype dtype, yt_device device);
+                                         yt_generator *generator, yt_dtype dtype, yt_device device);
 extern const yt__randn_kernel_fn yt__randn_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_randn(yt_tensor *result, const int64_t *size, int size_len,
-                                    yt_dtype dtype, yt_device device);
+                                    yt_generator *generator, yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__randint_kernel_fn)(yt_tensor *result, int64_t high, const int64_t *size,
+                                           int size_len, yt_generator *generator, yt_dtype dtype,
+                                           yt_device device);
+extern const yt__randint_kernel_fn yt__randint_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randint(yt_tensor *result, int64_t high, const int64_t *size,
+                                      int size_len, yt_generator *generator, yt_dtype dtype,
+                                      yt_device device);
+
+typedef yt_status (*yt__randint_low_kernel_fn)(yt_tensor *result, int64_t low, int64_t high,
+                                               const int64_t *size, int size_len,
+                                               yt_generator *generator, yt_dtype dtype,
+                                               yt_device device);
+extern const yt__randint_low_kernel_fn yt__randint_low_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randint_low(yt_tensor *result, int64_t low, int64_t high,
+                                          const int64_t *size, int size_len,
+                                          yt_generator *generator, yt_dtype dtype,
+                                          yt_device device);
+
+typedef yt_status (*yt__randperm_kernel_fn)(yt_tensor *result, int64_t n, yt_generator *generator,
+                                            yt_dtype dtype, yt_device device);
+extern const yt__randperm_kernel_fn yt__randperm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_randperm(yt_tensor *result, int64_t n, yt_generator *generator,
+                                       yt_dtype dtype, yt_device device);
+
+typedef yt_status (*yt__bernoulli_kernel_fn)(yt_tensor *result, yt_tensor *self,
+                                             yt_generator *generator);
+extern const yt__bernoulli_kernel_fn yt__bernoulli_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_bernoulli(yt_tensor *result, yt_tensor *self,
+                                        yt_generator *generator);
+
+typedef yt_status (*yt__bernoulli_p_kernel_fn)(yt_tensor *result, yt_tensor *self, double p,
+                                               yt_generator *generator);
+extern const yt__bernoulli_p_kernel_fn yt__bernoulli_p_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_bernoulli_p(yt_tensor *result, yt_tensor *self, double p,
+                                          yt_generator *generator);
+
+typedef yt_status (*yt__normal_kernel_fn)(yt_tensor *result, yt_tensor *self, double mean,
+                                          double std, yt_generator *generator);
+extern const yt__normal_kernel_fn yt__normal_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_normal(yt_tensor *result, yt_tensor *self, double mean, double std,
+                                     yt_generator *generator);
+
+typedef yt_status (*yt__uniform_kernel_fn)(yt_tensor *result, yt_tensor *self, double from,
+                                           double to, yt_generator *generator);
+extern const yt__uniform_kernel_fn yt__uniform_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_uniform(yt_tensor *result, yt_tensor *self, double from, double to,
+                                      yt_generator *generator);
 
 typedef yt_status (*yt__slice_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
                                                   const int64_t *input_sizes, int input_sizes_len,
@@ -246,6 +894,26 @@ YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad
                                               int64_t dim, int64_t index);
 
 /* views (runtime/views.c) and composites (kernels/composite/) */
+YT_INTERNAL yt_tensor *yt__composite_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len,
+                                               bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_var(yt_tensor *self, const int64_t *dim, int dim_len,
+                                         int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_std(yt_tensor *self, const int64_t *dim, int dim_len,
+                                         int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self,
+                                                                yt_tensor *value);
+YT_INTERNAL yt_tensor *yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self,
+                                                   yt_tensor *output);
+YT_INTERNAL yt_tensor *yt__composite_prod_dim_backward(yt_tensor *grad, yt_tensor *self,
+                                                       yt_tensor *output, int64_t dim,
+                                                       bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_cumsum_backward(yt_tensor *grad, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
+                                                   yt_tensor *output, const int64_t *dim,
+                                                   int dim_len, bool keepdim);
+YT_INTERNAL yt_tensor *
+yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                                 const int64_t *sizes, int sizes_len, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_tensor *yt__composite_dot(yt_tensor *self, yt_tensor *tensor);
 YT_INTERNAL yt_tensor *yt__composite_outer(yt_tensor *self, yt_tensor *vec2);
@@ -267,6 +935,123 @@ YT_INTERNAL yt_tensor *yt__view_slice_tensor(yt_tensor *self, int64_t dim, int64
                                              int64_t end, int64_t step);
 YT_INTERNAL yt_tensor *yt__view_select_int(yt_tensor *self, int64_t dim, int64_t index);
 YT_INTERNAL yt_tensor *yt__composite_contiguous(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_flatten(yt_tensor *self, int64_t start_dim, int64_t end_dim);
+YT_INTERNAL yt_tensor *yt__composite_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes,
+                                               int sizes_len);
+YT_INTERNAL yt_tensor *yt__composite_broadcast_to(yt_tensor *self, const int64_t *size,
+                                                  int size_len);
+YT_INTERNAL yt_tensor *yt__composite_narrow(yt_tensor *self, int64_t dim, int64_t start,
+                                            int64_t length);
+YT_INTERNAL yt_tensor *yt__composite_repeat(yt_tensor *self, const int64_t *repeats,
+                                            int repeats_len);
+YT_INTERNAL yt_tensor *yt__composite_roll_backward(yt_tensor *grad, const int64_t *shifts,
+                                                   int shifts_len, const int64_t *dims,
+                                                   int dims_len);
+YT_INTERNAL yt_tensor *yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len,
+                                         const char *mode, const double *value);
+YT_INTERNAL int64_t yt__composite_cat_backward(yt_tensor *grad, int64_t dim,
+                                               yt_tensor *const *tensors, int tensors_len,
+                                               yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL yt_tensor *yt__composite_stack(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+YT_INTERNAL int64_t yt__composite_split(yt_tensor *self, int64_t split_size, int64_t dim,
+                                        yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL int64_t yt__composite_chunk(yt_tensor *self, int64_t chunks, int64_t dim,
+                                        yt_tensor **out, int64_t out_capacity);
+YT_INTERNAL int64_t yt__composite_unbind(yt_tensor *self, int64_t dim, yt_tensor **out,
+                                         int64_t out_capacity);
+YT_INTERNAL yt_tensor *yt__composite_index_select_backward(yt_tensor *grad,
+                                                           const int64_t *self_sizes,
+                                                           int self_sizes_len, int64_t dim,
+                                                           yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_gather_backward(yt_tensor *grad, const int64_t *self_sizes,
+                                                     int self_sizes_len, int64_t dim,
+                                                     yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
+                                                          int src_sizes_len, int64_t dim,
+                                                          yt_tensor *index);
+YT_INTERNAL yt_tensor *yt__composite_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices,
+                                                               const int64_t *weight_sizes,
+                                                               int weight_sizes_len,
+                                                               int64_t padding_idx,
+                                                               bool scale_grad_by_freq);
+YT_INTERNAL yt_tensor *yt__composite_embedding_dense_double_backward(yt_tensor *grad,
+                                                                     yt_tensor *indices,
+                                                                     int64_t padding_idx,
+                                                                     bool scale_grad_by_freq);
+YT_INTERNAL yt_tensor *yt__composite_one_hot(yt_tensor *self, int64_t num_classes);
+YT_INTERNAL yt_tensor *yt__composite_nonzero(yt_tensor *self);
+YT_INTERNAL yt_tensor *yt__composite_masked_select(yt_tensor *self, yt_tensor *mask);
+YT_INTERNAL yt_tensor *yt__composite_index(yt_tensor *self, yt_tensor *const *indices,
+                                           int indices_len);
+YT_INTERNAL yt_tensor *yt__composite_index_put(yt_tensor *self, yt_tensor *const *indices,
+                                               int indices_len, yt_tensor *values, bool accumulate);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len,
+                                            const int64_t *dilation, int dilation_len,
+                                            int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv1d_padding(yt_tensor *input, yt_tensor *weight,
+                                                    yt_tensor *bias, const int64_t *stride,
+                                                    int stride_len, const char *padding,
+                                                    const int64_t *dilation, int dilation_len,
+                                                    int64_t groups);
+YT_INTERNAL yt_tensor *yt__composite_conv_transpose2d(
+    yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride, int stride_len,
+    const int64_t *padding, int padding_len, const int64_t *output_padding, int output_padding_len,
+    int64_t groups, const int64_t *dilation, int dilation_len);
+YT_INTERNAL yt_tensor *yt__composite_conv2d_backward_bias(yt_tensor *grad_output);
+YT_INTERNAL yt_tensor *yt__composite_max_pool2d(yt_tensor *self, const int64_t *kernel_size,
+                                                int kernel_size_len, const int64_t *stride,
+                                                int stride_len, const int64_t *padding,
+                                                int padding_len, const int64_t *dilation,
+                                                int dilation_len, bool ceil_mode);
+YT_INTERNAL yt_tensor *yt__composite_softmax_double_backward(yt_tensor *grad,
+                                                             yt_tensor *grad_output,
+                                                             yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_log_softmax_double_backward(yt_tensor *grad,
+                                                                 yt_tensor *grad_output,
+                                                                 yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *
+yt__composite_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim);
+YT_INTERNAL yt_tensor *yt__composite_dropout(yt_tensor *input, double p, bool train,
+                                             yt_generator *generator);
+YT_INTERNAL yt_tensor *yt__composite_mse_loss(yt_tensor *self, yt_tensor *target,
+                                              const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_l1_loss(yt_tensor *self, yt_tensor *target,
+                                             const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target,
+                                                    const char *reduction, double beta);
+YT_INTERNAL yt_tensor *yt__composite_huber_loss(yt_tensor *self, yt_tensor *target,
+                                                const char *reduction, double delta);
+YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy(yt_tensor *self, yt_tensor *target,
+                                                          yt_tensor *weight, const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_binary_cross_entropy_with_logits(yt_tensor *self,
+                                                                      yt_tensor *target,
+                                                                      yt_tensor *weight,
+                                                                      yt_tensor *pos_weight,
+                                                                      const char *reduction);
+YT_INTERNAL yt_tensor *yt__composite_nll_loss(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                              const char *reduction, int64_t ignore_index);
+YT_INTERNAL yt_tensor *yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target,
+                                                        yt_tensor *weight, const char *reduction,
+                                                        int64_t ignore_index,
+                                                        double label_smoothing);
+YT_INTERNAL yt_tensor *yt__composite_cross_entropy_index_backward(
+    yt_tensor *grad_output, yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+    const char *reduction, int64_t ignore_index, double label_smoothing);
+YT_INTERNAL yt_tensor *yt__composite_empty_like(yt_tensor *self, yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_ones_like(yt_tensor *self, yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_full_like(yt_tensor *self, yt_scalar fill_value,
+                                               yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_rand_like(yt_tensor *self, yt_generator *generator,
+                                               yt_dtype dtype);
+YT_INTERNAL yt_tensor *yt__composite_randn_like(yt_tensor *self, yt_generator *generator,
+                                                yt_dtype dtype);
 YT_INTERNAL yt_tensor *yt__composite_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_INTERNAL yt_tensor *yt__composite_sum_backward(yt_tensor *grad, const int64_t *sizes,
                                                   int sizes_len, const int64_t *dim, int dim_len,

@@ -11,8 +11,394 @@
 #error "generated/ is stale: run make generate"
 #endif
 
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * from ops.yaml:257; backward from derivatives.yaml:162 */
+yt_tensor *
+yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("pow_scalar_backward", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("pow_scalar_backward", "output"); /* keeps an earlier error */
+    if ((unsigned)self.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "pow_scalar_backward: self has an invalid scalar kind %d",
+                        (int)self.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow_scalar_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_scalar_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "pow_scalar_backward: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "pow_scalar_backward: output has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, output};
+    static const char *const broadcast_names[2] = {"grad_output", "output"};
+    if (yt__broadcast_shapes(&result_shape, "pow_scalar_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__pow_scalar_backward_kernel_fn kernel = yt__pow_scalar_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "pow_scalar_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, self, output);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_pow_scalar_backward(result, grad_output, self, output) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * from ops.yaml:468; backward from derivatives.yaml:265 */
+yt_tensor *
+yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negative_slope)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("leaky_relu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("leaky_relu_backward", "self"); /* keeps an earlier error */
+    if ((unsigned)negative_slope.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE,
+                        "leaky_relu_backward: negative_slope has an invalid scalar kind %d",
+                        (int)negative_slope.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "leaky_relu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "leaky_relu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "leaky_relu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "leaky_relu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "leaky_relu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__leaky_relu_backward_kernel_fn kernel = yt__leaky_relu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "leaky_relu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad_output, self, negative_slope);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_leaky_relu_backward(result, grad_output, self, negative_slope) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * from ops.yaml:487; backward from derivatives.yaml:272 */
+yt_tensor *
+yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
+                yt_tensor *self)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("elu_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("elu_backward", "self"); /* keeps an earlier error */
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: alpha has an invalid scalar kind %d",
+                        (int)alpha.kind);
+    if ((unsigned)scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: scale has an invalid scalar kind %d",
+                        (int)scale.kind);
+    if ((unsigned)input_scale.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "elu_backward: input_scale has an invalid scalar kind %d",
+                        (int)input_scale.kind);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE, "elu_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "elu_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    yt_tensor *const broadcast_tensors[2] = {grad_output, self};
+    static const char *const broadcast_names[2] = {"grad_output", "self"};
+    if (yt__broadcast_shapes(&result_shape, "elu_backward", 2, broadcast_tensors,
+                             broadcast_names) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__elu_backward_kernel_fn kernel = yt__elu_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "elu_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, alpha, scale, input_scale, self);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_elu_backward(result, grad_output, alpha, scale, input_scale, self) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
+ * from ops.yaml:1044 */
+yt_tensor *
+yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
+{
+    if (grad == NULL)
+        return yt__null_arg("evenly_distribute_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("evenly_distribute_backward", "self"); /* keeps an earlier error */
+    if (value == NULL)
+        return yt__null_arg("evenly_distribute_backward", "value"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(value->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "evenly_distribute_backward: value has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(value->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "evenly_distribute_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (value->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "evenly_distribute_backward: value is on %s but grad is on %s",
+                        yt_device_name(value->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_evenly_distribute_backward(grad, self, value);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
+ * from ops.yaml:1051 */
+yt_tensor *
+yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
+{
+    if (grad == NULL)
+        return yt__null_arg("prod_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("prod_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("prod_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_prod_backward(grad, self, output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
+ * from ops.yaml:1058 */
+yt_tensor *
+yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("prod_dim_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("prod_dim_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("prod_dim_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "prod_dim_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_dim_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "prod_dim_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_prod_dim_backward(grad, self, output, dim, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cumsum_backward(Tensor grad, int dim) -> Tensor
+ * from ops.yaml:1065 */
+yt_tensor *
+yt_cumsum_backward(yt_tensor *grad, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("cumsum_backward", "grad"); /* keeps an earlier error */
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_cumsum_backward(grad, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * from ops.yaml:1072 */
+yt_tensor *
+yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
+                 const int64_t *dim, int dim_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("norm_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("norm_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("norm_backward", "output"); /* keeps an earlier error */
+    if ((unsigned)ord.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "norm_backward: ord has an invalid scalar kind %d",
+                        (int)ord.kind);
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "norm_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "norm_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "norm_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "norm_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_norm_backward(grad, self, ord, output, dim, dim_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
+ * from ops.yaml:1079 */
+yt_tensor *
+yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
+                                      const int64_t *sizes, int sizes_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("value_selecting_reduction_backward",
+                            "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("value_selecting_reduction_backward",
+                            "indices"); /* keeps an earlier error */
+    if (sizes_len < 0 || sizes_len > YT_MAX_DIM || (sizes == NULL && sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "value_selecting_reduction_backward: sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "value_selecting_reduction_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "value_selecting_reduction_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "value_selecting_reduction_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_value_selecting_reduction_backward(grad, dim, indices, sizes,
+                                                                         sizes_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:522 */
+ * from ops.yaml:1279 */
 yt_tensor *
 yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 {
@@ -20,7 +406,7 @@ yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:522 */
+ * from ops.yaml:1279 */
 yt_tensor *
 yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_scalar alpha)
 {
@@ -79,7 +465,7 @@ yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_sca
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:543 */
+ * from ops.yaml:1300 */
 yt_tensor *
 yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -87,7 +473,7 @@ yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:543 */
+ * from ops.yaml:1300 */
 yt_tensor *
 yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_scalar alpha)
 {
@@ -145,8 +531,1090 @@ yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_sca
     return yt__scope_track(result);
 }
 
+/* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
+ * from ops.yaml:1568 */
+yt_tensor *
+yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
+                 int dims_len)
+{
+    if (grad == NULL)
+        return yt__null_arg("roll_backward", "grad"); /* keeps an earlier error */
+    if (shifts_len < 0 || shifts_len > YT_MAX_DIM || (shifts == NULL && shifts_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: shifts has %d entries (expected 0..%d, non-NULL when > 0)",
+                        shifts_len, YT_MAX_DIM);
+    if (dims_len < 0 || dims_len > YT_MAX_DIM || (dims == NULL && dims_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "roll_backward: dims has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dims_len, YT_MAX_DIM);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_roll_backward(grad, shifts, shifts_len, dims, dims_len);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * from ops.yaml:1642 */
+int64_t
+yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
+                yt_tensor **out, int64_t out_capacity)
+{
+    if (out_capacity < 0 || (out == NULL && out_capacity != 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE,
+            "cat_backward: out_capacity=%lld must be >= 0, and out non-NULL when it is not 0",
+            (long long)out_capacity));
+    if (grad == NULL)
+        return yt__count_error(
+            yt__null_status("cat_backward", "grad")); /* keeps an earlier error */
+    if (tensors_len < 0 || (tensors == NULL && tensors_len > 0))
+        return yt__count_error(yt__fail_status(
+            YT_ERR_VALUE, "cat_backward: tensors has %d entries (expected >= 0, non-NULL when > 0)",
+            tensors_len));
+    for (int i = 0; i < tensors_len; i++)
+        if (tensors[i] == NULL)
+            return yt__count_error(
+                yt__null_status("cat_backward", "tensors")); /* keeps an earlier error */
+    for (int i = 0; i < tensors_len; i++) {
+        if (tensors[i]->device != grad->device)
+            return yt__count_error(yt__fail_status(
+                YT_ERR_DEVICE, "cat_backward: tensors[%d] is on %s but grad is on %s", i,
+                yt_device_name(tensors[i]->device), yt_device_name(grad->device)));
+    }
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    int64_t count = yt__composite_cat_backward(grad, dim, tensors, tensors_len, out, out_capacity);
+    yt__scope_resume();
+    for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
+        yt__scope_track(out[i]);
+    return count;
+}
+
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1721 */
+yt_tensor *
+yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                         int64_t dim, yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("index_select_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("index_select_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "index_select_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "index_select_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "index_select_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_index_select_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1772 */
+yt_tensor *
+yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
+                   yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("gather_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("gather_backward", "index"); /* keeps an earlier error */
+    if (self_sizes_len < 0 || self_sizes_len > YT_MAX_DIM ||
+        (self_sizes == NULL && self_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "gather_backward: self_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "gather_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "gather_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_gather_backward(grad, self_sizes, self_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * from ops.yaml:1794 */
+yt_tensor *
+yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
+                        yt_tensor *index)
+{
+    if (grad == NULL)
+        return yt__null_arg("scatter_src_backward", "grad"); /* keeps an earlier error */
+    if (index == NULL)
+        return yt__null_arg("scatter_src_backward", "index"); /* keeps an earlier error */
+    if (src_sizes_len < 0 || src_sizes_len > YT_MAX_DIM || (src_sizes == NULL && src_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "scatter_src_backward: src_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            src_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(index->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(YT_ERR_DTYPE,
+                        "scatter_src_backward: index has dtype %s, expected u8, i8, i16, i32, i64",
+                        yt_dtype_name(index->dtype));
+    if (index->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "scatter_src_backward: index is on %s but grad is on %s",
+                        yt_device_name(index->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_scatter_src_backward(grad, src_sizes, src_sizes_len, dim, index);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1848; backward from derivatives.yaml:438 */
+yt_tensor *
+yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
+                            int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("embedding_dense_backward", "grad_output"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_backward", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_backward: indices is on %s but grad_output is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad_output->device));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_embedding_dense_backward(&result_shape, "embedding_dense_backward", grad_output,
+                                           indices, num_weights) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__embedding_dense_backward_kernel_fn kernel =
+        yt__embedding_dense_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "embedding_dense_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad_output);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode()
+                                      : kernel(result, grad_output, indices, num_weights,
+                                               padding_idx, scale_grad_by_freq);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_embedding_dense_backward(result, grad_output, indices, padding_idx,
+                                                         scale_grad_by_freq) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1860 */
+yt_tensor *
+yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
+                             int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_weight_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_weight_backward", "indices"); /* keeps an earlier error */
+    if (weight_sizes_len < 0 || weight_sizes_len > YT_MAX_DIM ||
+        (weight_sizes == NULL && weight_sizes_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "embedding_weight_backward: weight_sizes has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_sizes_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_weight_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_weight_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_weight_backward(
+        grad, indices, weight_sizes, weight_sizes_len, padding_idx, scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * from ops.yaml:1868 */
+yt_tensor *
+yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
+                                   bool scale_grad_by_freq)
+{
+    if (grad == NULL)
+        return yt__null_arg("embedding_dense_double_backward", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("embedding_dense_double_backward",
+                            "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "embedding_dense_double_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "embedding_dense_double_backward: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_embedding_dense_double_backward(grad, indices, padding_idx,
+                                                                      scale_grad_by_freq);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * from ops.yaml:2044; backward from derivatives.yaml:465 */
+yt_tensor *
+yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
+                       int kernel_size_len, const int64_t *stride, int stride_len,
+                       const int64_t *padding, int padding_len, bool ceil_mode,
+                       bool count_include_pad, int64_t divisor_override)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("avg_pool2d_backward", "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "avg_pool2d_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__avg_pool2d_backward_kernel_fn kernel = yt__avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, ceil_mode, count_include_pad, divisor_override);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_avg_pool2d_backward(result, grad_output, self, kernel_size, kernel_size_len,
+                                       stride, stride_len, padding, padding_len, ceil_mode,
+                                       count_include_pad, divisor_override) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * from ops.yaml:2057; backward from derivatives.yaml:469 */
+yt_tensor *
+yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
+                                int output_size_len)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("adaptive_avg_pool2d_backward", "self"); /* keeps an earlier error */
+    if (output_size_len < 0 || output_size_len > YT_MAX_DIM ||
+        (output_size == NULL && output_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "adaptive_avg_pool2d_backward: output_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            output_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "adaptive_avg_pool2d_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "adaptive_avg_pool2d_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "adaptive_avg_pool2d_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__adaptive_avg_pool2d_backward_kernel_fn kernel =
+        yt__adaptive_avg_pool2d_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "adaptive_avg_pool2d_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL
+                           ? yt_errcode()
+                           : kernel(result, grad_output, self, output_size, output_size_len);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_adaptive_avg_pool2d_backward(result, grad_output, self, output_size,
+                                                             output_size_len) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * from ops.yaml:2069; backward from derivatives.yaml:473 */
+yt_tensor *
+yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
+                                    const int64_t *kernel_size, int kernel_size_len,
+                                    const int64_t *stride, int stride_len, const int64_t *padding,
+                                    int padding_len, const int64_t *dilation, int dilation_len,
+                                    bool ceil_mode, yt_tensor *indices)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_with_indices_backward",
+                            "indices"); /* keeps an earlier error */
+    if (kernel_size_len < 0 || kernel_size_len > YT_MAX_DIM ||
+        (kernel_size == NULL && kernel_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: kernel_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            kernel_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_with_indices_backward: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_with_indices_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (indices->device != grad_output->device)
+        return yt__fail(
+            YT_ERR_DEVICE,
+            "max_pool2d_with_indices_backward: indices is on %s but grad_output is on %s",
+            yt_device_name(indices->device), yt_device_name(grad_output->device));
+    if (self->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_with_indices_backward: self has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(self->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_with_indices_backward", self) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__max_pool2d_with_indices_backward_kernel_fn kernel =
+        yt__max_pool2d_with_indices_backward_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_with_indices_backward: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, self};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL
+            ? yt_errcode()
+            : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
+                     padding, padding_len, dilation, dilation_len, ceil_mode, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_max_pool2d_with_indices_backward(result, grad_output, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * from ops.yaml:2079; backward from derivatives.yaml:477 */
+yt_tensor *
+yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
+{
+    if (self == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "self"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_gather", "indices"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_gather: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_gather: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != self->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_gather: indices is on %s but self is on %s",
+                        yt_device_name(indices->device), yt_device_name(self->device));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_like(&result_shape, "max_pool2d_index_gather", indices) != YT_OK)
+        return NULL;
+    yt_device result_device = self->device;
+    yt__max_pool2d_index_gather_kernel_fn kernel =
+        yt__max_pool2d_index_gather_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_gather: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &self);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_gather(result, self, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * from ops.yaml:2088; backward from derivatives.yaml:480 */
+yt_tensor *
+yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
+                            yt_tensor *indices)
+{
+    if (grad == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "grad"); /* keeps an earlier error */
+    if (indices == NULL)
+        return yt__null_arg("max_pool2d_index_scatter", "indices"); /* keeps an earlier error */
+    if (self_size_len < 0 || self_size_len > YT_MAX_DIM || (self_size == NULL && self_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "max_pool2d_index_scatter: self_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            self_size_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "max_pool2d_index_scatter: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(indices->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "max_pool2d_index_scatter: indices has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(indices->dtype));
+    if (indices->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "max_pool2d_index_scatter: indices is on %s but grad is on %s",
+                        yt_device_name(indices->device), yt_device_name(grad->device));
+    yt_dtype compute_dtype = grad->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "max_pool2d_index_scatter", "self_size", self_size,
+                             self_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad->device;
+    yt__max_pool2d_index_scatter_kernel_fn kernel =
+        yt__max_pool2d_index_scatter_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "max_pool2d_index_scatter: not implemented for %s",
+                        yt_device_name(result_device));
+    bool recording = yt__any_requires_grad(1, &grad);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_max_pool2d_index_scatter(result, grad, indices) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2199; backward from derivatives.yaml:488 */
+yt_tensor *
+yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
+                         int input_size_len, const int64_t *stride, int stride_len,
+                         const int64_t *padding, int padding_len, const int64_t *dilation,
+                         int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_input", "grad_output"); /* keeps an earlier error */
+    if (weight == NULL)
+        return yt__null_arg("conv2d_backward_input", "weight"); /* keeps an earlier error */
+    if (input_size_len < 0 || input_size_len > YT_MAX_DIM ||
+        (input_size == NULL && input_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: input_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            input_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_input: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_input: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(weight->dtype));
+    if (weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_input: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_input: weight has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_input", "input_size", input_size,
+                             input_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_input_kernel_fn kernel = yt__conv2d_backward_input_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_input: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, weight};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, weight, input_size, input_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_input(result, grad_output, weight, stride, stride_len, padding,
+                                         padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * from ops.yaml:2212; backward from derivatives.yaml:492 */
+yt_tensor *
+yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
+                          int weight_size_len, const int64_t *stride, int stride_len,
+                          const int64_t *padding, int padding_len, const int64_t *dilation,
+                          int dilation_len, int64_t groups)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_weight", "grad_output"); /* keeps an earlier error */
+    if (input == NULL)
+        return yt__null_arg("conv2d_backward_weight", "input"); /* keeps an earlier error */
+    if (weight_size_len < 0 || weight_size_len > YT_MAX_DIM ||
+        (weight_size == NULL && weight_size_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: weight_size has %d entries (expected 0..%d, non-NULL when > 0)",
+            weight_size_len, YT_MAX_DIM);
+    if (stride_len < 0 || stride_len > YT_MAX_DIM || (stride == NULL && stride_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: stride has %d entries (expected 0..%d, non-NULL when > 0)",
+            stride_len, YT_MAX_DIM);
+    if (padding_len < 0 || padding_len > YT_MAX_DIM || (padding == NULL && padding_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: padding has %d entries (expected 0..%d, non-NULL when > 0)",
+            padding_len, YT_MAX_DIM);
+    if (dilation_len < 0 || dilation_len > YT_MAX_DIM || (dilation == NULL && dilation_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "conv2d_backward_weight: dilation has %d entries (expected 0..%d, non-NULL when > 0)",
+            dilation_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_weight: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(input->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(input->dtype));
+    if (input->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "conv2d_backward_weight: input is on %s but grad_output is on %s",
+                        yt_device_name(input->device), yt_device_name(grad_output->device));
+    if (input->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "conv2d_backward_weight: input has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(input->dtype), yt_dtype_name(grad_output->dtype));
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    yt_shape result_shape;
+    if (yt__shape_from_sizes(&result_shape, "conv2d_backward_weight", "weight_size", weight_size,
+                             weight_size_len) != YT_OK)
+        return NULL;
+    yt_device result_device = grad_output->device;
+    yt__conv2d_backward_weight_kernel_fn kernel = yt__conv2d_backward_weight_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "conv2d_backward_weight: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, input};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode()
+                       : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
+                                stride_len, padding, padding_len, dilation, dilation_len, groups);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_conv2d_backward_weight(result, grad_output, input, stride, stride_len, padding,
+                                          padding_len, dilation, dilation_len, groups) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * from ops.yaml:2225 */
+yt_tensor *
+yt_conv2d_backward_bias(yt_tensor *grad_output)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("conv2d_backward_bias", "grad_output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "conv2d_backward_bias: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!((grad_output->dim == 3 || grad_output->dim == 4)))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "conv2d_backward_bias: expected grad_output.dim == 3 or grad_output.dim == 4, got grad_output.dim=%d",
+            grad_output->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_conv2d_backward_bias(grad_output);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:2318; backward from derivatives.yaml:512 */
+yt_tensor *
+yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("softmax_backward_data", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("softmax_backward_data", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_backward_data: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_backward_data: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "softmax_backward_data: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_backward_data: output has dtype %s but grad_output has dtype %s",
+                        yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    if (yt__wrap_dim(&dim, output->dim, "softmax_backward_data", "dim") != YT_OK)
+        return NULL;
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_output->dim == output->dim))
+        return yt__fail(YT_ERR_SHAPE,
+                        "softmax_backward_data: grad_output.dim=%d does not match output.dim=%d",
+                        grad_output->dim, output->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__softmax_backward_data_kernel_fn kernel = yt__softmax_backward_data_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "softmax_backward_data: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_softmax_backward_data(result, grad_output, output, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:2335; backward from derivatives.yaml:516 */
+yt_tensor *
+yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("log_softmax_backward_data",
+                            "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_backward_data", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (output->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_backward_data: output is on %s but grad_output is on %s",
+                        yt_device_name(output->device), yt_device_name(grad_output->device));
+    if (output->dtype != grad_output->dtype)
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data: output has dtype %s but grad_output has dtype %s",
+            yt_dtype_name(output->dtype), yt_dtype_name(grad_output->dtype));
+    if (yt__wrap_dim(&dim, output->dim, "log_softmax_backward_data", "dim") != YT_OK)
+        return NULL;
+    yt_dtype compute_dtype = grad_output->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(grad_output->dim == output->dim))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "log_softmax_backward_data: grad_output.dim=%d does not match output.dim=%d",
+            grad_output->dim, output->dim);
+    yt_shape result_shape;
+    yt__shape_of(&result_shape, grad_output);
+    yt_device result_device = grad_output->device;
+    yt__log_softmax_backward_data_kernel_fn kernel =
+        yt__log_softmax_backward_data_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "log_softmax_backward_data: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {grad_output, output};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording &&
+        yt__record_log_softmax_backward_data(result, grad_output, output, dim) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:2352 */
+yt_tensor *
+yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("softmax_double_backward", "grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("softmax_double_backward", "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("softmax_double_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "softmax_double_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "softmax_double_backward: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (grad_output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "softmax_double_backward: grad_output is on %s but grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "softmax_double_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_softmax_double_backward(grad, grad_output, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * from ops.yaml:2360 */
+yt_tensor *
+yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
+                               int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("log_softmax_double_backward", "grad"); /* keeps an earlier error */
+    if (grad_output == NULL)
+        return yt__null_arg("log_softmax_double_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_double_backward", "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_double_backward: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (grad_output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_double_backward: grad_output is on %s but grad is on %s",
+                        yt_device_name(grad_output->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_double_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_log_softmax_double_backward(grad, grad_output, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
+ * from ops.yaml:2368 */
+yt_tensor *
+yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
+{
+    if (grad == NULL)
+        return yt__null_arg("log_softmax_backward_data_adjoint",
+                            "grad"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("log_softmax_backward_data_adjoint",
+                            "output"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data_adjoint: grad has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "log_softmax_backward_data_adjoint: output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(output->dtype));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "log_softmax_backward_data_adjoint: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_log_softmax_backward_data_adjoint(grad, output, dim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
+ * from ops.yaml:2556 */
+yt_tensor *
+yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
+                                yt_tensor *weight, const char *reduction, int64_t ignore_index,
+                                double label_smoothing)
+{
+    if (grad_output == NULL)
+        return yt__null_arg("cross_entropy_index_backward",
+                            "grad_output"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("cross_entropy_index_backward", "self"); /* keeps an earlier error */
+    if (target == NULL)
+        return yt__null_arg("cross_entropy_index_backward", "target"); /* keeps an earlier error */
+    if (reduction == NULL)
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index_backward: reduction is NULL (expected one of 'none', 'mean', 'sum')");
+    if (strcmp(reduction, "none") == 0)
+        reduction = "none";
+    else if (strcmp(reduction, "mean") == 0)
+        reduction = "mean";
+    else if (strcmp(reduction, "sum") == 0)
+        reduction = "sum";
+    else
+        return yt__fail(
+            YT_ERR_VALUE,
+            "cross_entropy_index_backward: reduction must be one of 'none', 'mean', 'sum', got '%s'",
+            reduction);
+    if (!(YT_DTYPE_BIT(grad_output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(grad_output->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: self has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(target->dtype) & YT_DTYPESET_INTEGRAL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: target has dtype %s, expected u8, i8, i16, i32, i64",
+            yt_dtype_name(target->dtype));
+    if (weight != NULL && !(YT_DTYPE_BIT(weight->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "cross_entropy_index_backward: weight has dtype %s, expected f16, bf16, f32, f64",
+            yt_dtype_name(weight->dtype));
+    if (self->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: self is on %s but grad_output is on %s",
+                        yt_device_name(self->device), yt_device_name(grad_output->device));
+    if (target->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: target is on %s but grad_output is on %s",
+                        yt_device_name(target->device), yt_device_name(grad_output->device));
+    if (weight != NULL && weight->device != grad_output->device)
+        return yt__fail(YT_ERR_DEVICE,
+                        "cross_entropy_index_backward: weight is on %s but grad_output is on %s",
+                        yt_device_name(weight->device), yt_device_name(grad_output->device));
+    if (weight != NULL && weight->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE,
+                        "cross_entropy_index_backward: weight has dtype %s but self has dtype %s",
+                        yt_dtype_name(weight->dtype), yt_dtype_name(self->dtype));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_cross_entropy_index_backward(
+        grad_output, self, target, weight, reduction, ignore_index, label_smoothing);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:778 */
+ * from ops.yaml:2811 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -166,7 +1634,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:789 */
+ * from ops.yaml:2822 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -188,7 +1656,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:796 */
+ * from ops.yaml:2829 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -214,7 +1682,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:803 */
+ * from ops.yaml:2836 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -254,7 +1722,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:810 */
+ * from ops.yaml:2843 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -271,7 +1739,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:817 */
+ * from ops.yaml:2850 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -300,7 +1768,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:824 */
+ * from ops.yaml:2857 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -335,7 +1803,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:831 */
+ * from ops.yaml:2864 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -380,7 +1848,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:838; backward from derivatives.yaml:150 */
+ * from ops.yaml:2871; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -422,7 +1890,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:846; backward from derivatives.yaml:153 */
+ * from ops.yaml:2879; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

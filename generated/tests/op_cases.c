@@ -1504,14 +1504,1791 @@ error_pow_tensor_tensor_156(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_157(yt_tensor *const *inputs, void *ctx)
+call_pow_scalar_157(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(1.5), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_158(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(1.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_159(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(2.5), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_160(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(2.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_161(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(0.5), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_162(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(0.5), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_pow_scalar_163(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(3.0), inputs[0]);
+}
+
+static yt_tensor *
+out_pow_scalar_164(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_pow_scalar_out(out, yt_float(3.0), inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_pow_scalar_165(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar(yt_float(1.5), inputs[0]);
+}
+
+static yt_tensor *
+call_maximum_166(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_167(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_168(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_169(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_170(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_171(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_172(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_173(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_maximum_174(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_maximum_175(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_maximum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_maximum_176(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_maximum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_minimum_177(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_178(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_179(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_180(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_181(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_182(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_183(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_184(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_minimum_185(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_minimum_186(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_minimum_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_minimum_187(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_minimum(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_clamp_min_188(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_189(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_190(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_191(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_192(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_193(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_194(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_195(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_196(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_197(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_min_198(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_199(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_min_200(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+call_clamp_max_201(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_202(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_203(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_204(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_205(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_206(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_207(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_208(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_209(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_210(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_clamp_max_211(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_212(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_max_213(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+call_clamp_min_tensor_214(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_min_tensor_215(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_216(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_217(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_min_tensor_218(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_219(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_min_tensor_220(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_221(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_222(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_min_tensor_223(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_min_tensor_224(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_min_tensor_225(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_min_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_min_tensor_226(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_min_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_min_tensor_227(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_clamp_min_tensor_228(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_min_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_clamp_max_tensor_229(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_max_tensor_230(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_231(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_232(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_max_tensor_233(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_234(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_max_tensor_235(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_236(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_237(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_clamp_max_tensor_238(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_clamp_max_tensor_239(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_clamp_max_tensor_240(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_clamp_max_tensor_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_clamp_max_tensor_241(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_clamp_max_tensor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_clamp_max_tensor_242(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_clamp_max_tensor_243(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_clamp_max_tensor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_remainder_244(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_remainder_245(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_246(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_247(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_remainder_248(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_249(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_remainder_250(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_251(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_252(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_remainder_253(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_254(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_remainder_255(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_256(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_remainder_257(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_remainder_258(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_remainder_scalar_259(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_260(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_261(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_scalar_262(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_263(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_264(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_scalar_265(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_266(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_267(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_remainder_scalar_268(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_remainder_scalar_269(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_remainder_scalar_(copy, yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_remainder_scalar_270(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_remainder_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_remainder_scalar_271(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_remainder_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+call_floor_divide_272(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_floor_divide_273(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_274(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_275(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_floor_divide_276(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_277(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_floor_divide_278(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_279(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_280(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_floor_divide_281(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_divide_282(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+inplace_floor_divide_283(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_divide_(copy, inputs[1]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_divide_284(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_divide_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_floor_divide_285(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_floor_divide_286(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor_divide(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_lerp_287(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_lerp_288(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_289(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_290(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_lerp_291(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_lerp_293(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_294(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_295(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_lerp_296(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_297(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_lerp_298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_299(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_out(out, inputs[0], inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_lerp_300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_lerp_301(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_lerp_tensor_302(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_lerp_tensor_303(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_304(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_tensor_305(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_lerp_tensor_306(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_tensor_307(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_lerp_tensor_308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_309(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_lerp_tensor_310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_lerp_tensor_311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_lerp_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_lerp_tensor_312(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_lerp_tensor_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_lerp_tensor_313(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_lerp_tensor_314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_lerp_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_addcmul_315(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcmul_316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcmul_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcmul_317(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcmul_318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_addcmul_319(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcmul_320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
+}
+
+static yt_tensor *
+inplace_addcmul_321(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcmul_ex_(copy, inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcmul_322(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcmul_323(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcmul_324(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcmul_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcmul_325(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcmul_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addcmul_326(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_addcmul_327(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcmul_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_addcdiv_328(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcdiv_329(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcdiv_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcdiv_330(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcdiv_331(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_addcdiv_332(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcdiv_333(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5));
+}
+
+static yt_tensor *
+inplace_addcdiv_334(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcdiv_ex_(copy, inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcdiv_335(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addcdiv_336(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+inplace_addcdiv_337(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_addcdiv_ex_(copy, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_addcdiv_338(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addcdiv_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addcdiv_339(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_addcdiv_340(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addcdiv_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_pow_scalar_backward_341(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_342(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_343(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_344(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_pow_scalar_backward_345(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_pow_scalar_backward_346(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_pow_scalar_backward_347(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_pow_scalar_backward(inputs[0], yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_exp_348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_158(yt_tensor *const *inputs, void *ctx)
+inplace_exp_349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1523,7 +3300,7 @@ inplace_exp_158(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_159(yt_tensor *const *inputs, void *ctx)
+out_exp_350(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1534,14 +3311,14 @@ out_exp_159(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_160(yt_tensor *const *inputs, void *ctx)
+call_exp_351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_161(yt_tensor *const *inputs, void *ctx)
+inplace_exp_352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1553,7 +3330,7 @@ inplace_exp_161(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_162(yt_tensor *const *inputs, void *ctx)
+out_exp_353(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1564,14 +3341,14 @@ out_exp_162(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_163(yt_tensor *const *inputs, void *ctx)
+call_exp_354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_164(yt_tensor *const *inputs, void *ctx)
+inplace_exp_355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1583,7 +3360,7 @@ inplace_exp_164(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_165(yt_tensor *const *inputs, void *ctx)
+out_exp_356(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1594,14 +3371,14 @@ out_exp_165(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_exp_166(yt_tensor *const *inputs, void *ctx)
+call_exp_357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_exp(inputs[0]);
 }
 
 static yt_tensor *
-inplace_exp_167(yt_tensor *const *inputs, void *ctx)
+inplace_exp_358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1613,7 +3390,7 @@ inplace_exp_167(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_exp_168(yt_tensor *const *inputs, void *ctx)
+out_exp_359(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_exp_out(out, inputs[0]) != YT_OK) {
@@ -1624,14 +3401,14 @@ out_exp_168(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_169(yt_tensor *const *inputs, void *ctx)
+call_log_360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_170(yt_tensor *const *inputs, void *ctx)
+inplace_log_361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1643,7 +3420,7 @@ inplace_log_170(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_171(yt_tensor *const *inputs, void *ctx)
+out_log_362(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1654,14 +3431,14 @@ out_log_171(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_172(yt_tensor *const *inputs, void *ctx)
+call_log_363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_173(yt_tensor *const *inputs, void *ctx)
+inplace_log_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1673,7 +3450,7 @@ inplace_log_173(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_174(yt_tensor *const *inputs, void *ctx)
+out_log_365(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1684,14 +3461,14 @@ out_log_174(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_175(yt_tensor *const *inputs, void *ctx)
+call_log_366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_176(yt_tensor *const *inputs, void *ctx)
+inplace_log_367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1703,7 +3480,7 @@ inplace_log_176(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_177(yt_tensor *const *inputs, void *ctx)
+out_log_368(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1714,14 +3491,14 @@ out_log_177(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_log_178(yt_tensor *const *inputs, void *ctx)
+call_log_369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log(inputs[0]);
 }
 
 static yt_tensor *
-inplace_log_179(yt_tensor *const *inputs, void *ctx)
+inplace_log_370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1733,7 +3510,7 @@ inplace_log_179(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_log_180(yt_tensor *const *inputs, void *ctx)
+out_log_371(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_log_out(out, inputs[0]) != YT_OK) {
@@ -1744,14 +3521,14 @@ out_log_180(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_181(yt_tensor *const *inputs, void *ctx)
+call_sqrt_372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_182(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1763,7 +3540,7 @@ inplace_sqrt_182(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_183(yt_tensor *const *inputs, void *ctx)
+out_sqrt_374(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1774,14 +3551,14 @@ out_sqrt_183(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_184(yt_tensor *const *inputs, void *ctx)
+call_sqrt_375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_185(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1793,7 +3570,7 @@ inplace_sqrt_185(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_186(yt_tensor *const *inputs, void *ctx)
+out_sqrt_377(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1804,14 +3581,14 @@ out_sqrt_186(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_187(yt_tensor *const *inputs, void *ctx)
+call_sqrt_378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_188(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1823,7 +3600,7 @@ inplace_sqrt_188(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_189(yt_tensor *const *inputs, void *ctx)
+out_sqrt_380(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1834,14 +3611,14 @@ out_sqrt_189(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sqrt_190(yt_tensor *const *inputs, void *ctx)
+call_sqrt_381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sqrt(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sqrt_191(yt_tensor *const *inputs, void *ctx)
+inplace_sqrt_382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1853,7 +3630,7 @@ inplace_sqrt_191(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sqrt_192(yt_tensor *const *inputs, void *ctx)
+out_sqrt_383(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sqrt_out(out, inputs[0]) != YT_OK) {
@@ -1864,14 +3641,14 @@ out_sqrt_192(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_193(yt_tensor *const *inputs, void *ctx)
+call_relu_384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_194(yt_tensor *const *inputs, void *ctx)
+inplace_relu_385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1883,7 +3660,7 @@ inplace_relu_194(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_195(yt_tensor *const *inputs, void *ctx)
+out_relu_386(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1894,14 +3671,14 @@ out_relu_195(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_196(yt_tensor *const *inputs, void *ctx)
+call_relu_387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_197(yt_tensor *const *inputs, void *ctx)
+inplace_relu_388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1913,7 +3690,7 @@ inplace_relu_197(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_198(yt_tensor *const *inputs, void *ctx)
+out_relu_389(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1924,14 +3701,14 @@ out_relu_198(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_199(yt_tensor *const *inputs, void *ctx)
+call_relu_390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_200(yt_tensor *const *inputs, void *ctx)
+inplace_relu_391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1943,7 +3720,7 @@ inplace_relu_200(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_201(yt_tensor *const *inputs, void *ctx)
+out_relu_392(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1954,14 +3731,14 @@ out_relu_201(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_relu_202(yt_tensor *const *inputs, void *ctx)
+call_relu_393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-inplace_relu_203(yt_tensor *const *inputs, void *ctx)
+inplace_relu_394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -1973,7 +3750,7 @@ inplace_relu_203(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_relu_204(yt_tensor *const *inputs, void *ctx)
+out_relu_395(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_relu_out(out, inputs[0]) != YT_OK) {
@@ -1984,21 +3761,21 @@ out_relu_204(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_relu_205(yt_tensor *const *inputs, void *ctx)
+error_relu_396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_relu(inputs[0]);
 }
 
 static yt_tensor *
-call_sigmoid_206(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_207(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2010,7 +3787,7 @@ inplace_sigmoid_207(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_208(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_399(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2021,14 +3798,14 @@ out_sigmoid_208(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_209(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_210(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2040,7 +3817,7 @@ inplace_sigmoid_210(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_211(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_402(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2051,14 +3828,14 @@ out_sigmoid_211(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_212(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_213(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2070,7 +3847,7 @@ inplace_sigmoid_213(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_214(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_405(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2081,14 +3858,14 @@ out_sigmoid_214(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sigmoid_215(yt_tensor *const *inputs, void *ctx)
+call_sigmoid_406(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sigmoid(inputs[0]);
 }
 
 static yt_tensor *
-inplace_sigmoid_216(yt_tensor *const *inputs, void *ctx)
+inplace_sigmoid_407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2100,7 +3877,7 @@ inplace_sigmoid_216(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sigmoid_217(yt_tensor *const *inputs, void *ctx)
+out_sigmoid_408(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_sigmoid_out(out, inputs[0]) != YT_OK) {
@@ -2111,14 +3888,14 @@ out_sigmoid_217(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_218(yt_tensor *const *inputs, void *ctx)
+call_tanh_409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_219(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2130,7 +3907,7 @@ inplace_tanh_219(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_220(yt_tensor *const *inputs, void *ctx)
+out_tanh_411(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2141,14 +3918,14 @@ out_tanh_220(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_221(yt_tensor *const *inputs, void *ctx)
+call_tanh_412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_222(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2160,7 +3937,7 @@ inplace_tanh_222(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_223(yt_tensor *const *inputs, void *ctx)
+out_tanh_414(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2171,14 +3948,14 @@ out_tanh_223(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_224(yt_tensor *const *inputs, void *ctx)
+call_tanh_415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_225(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2190,7 +3967,7 @@ inplace_tanh_225(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_226(yt_tensor *const *inputs, void *ctx)
+out_tanh_417(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2201,14 +3978,14 @@ out_tanh_226(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tanh_227(yt_tensor *const *inputs, void *ctx)
+call_tanh_418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tanh(inputs[0]);
 }
 
 static yt_tensor *
-inplace_tanh_228(yt_tensor *const *inputs, void *ctx)
+inplace_tanh_419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -2220,7 +3997,7 @@ inplace_tanh_228(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_tanh_229(yt_tensor *const *inputs, void *ctx)
+out_tanh_420(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_tanh_out(out, inputs[0]) != YT_OK) {
@@ -2231,18 +4008,18 @@ out_tanh_229(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_230(yt_tensor *const *inputs, void *ctx)
+call_softplus_421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_231(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2250,10 +4027,10 @@ inplace_softplus_231(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_232(yt_tensor *const *inputs, void *ctx)
+out_softplus_423(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2261,18 +4038,18 @@ out_softplus_232(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_233(yt_tensor *const *inputs, void *ctx)
+call_softplus_424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_234(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2280,10 +4057,10 @@ inplace_softplus_234(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_235(yt_tensor *const *inputs, void *ctx)
+out_softplus_426(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2291,18 +4068,18 @@ out_softplus_235(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_236(yt_tensor *const *inputs, void *ctx)
+call_softplus_427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_237(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2310,10 +4087,10 @@ inplace_softplus_237(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_238(yt_tensor *const *inputs, void *ctx)
+out_softplus_429(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2321,18 +4098,18 @@ out_softplus_238(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_softplus_239(yt_tensor *const *inputs, void *ctx)
+call_softplus_430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_softplus(inputs[0]);
+    return yt_softplus_ex(inputs[0], yt_int(1), yt_int(20));
 }
 
 static yt_tensor *
-inplace_softplus_240(yt_tensor *const *inputs, void *ctx)
+inplace_softplus_431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
-    if (copy != NULL && yt_softplus_(copy) != YT_OK) {
+    if (copy != NULL && yt_softplus_ex_(copy, yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(copy);
         return NULL;
     }
@@ -2340,10 +4117,10 @@ inplace_softplus_240(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_softplus_241(yt_tensor *const *inputs, void *ctx)
+out_softplus_432(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
-    if (out != NULL && yt_softplus_out(out, inputs[0]) != YT_OK) {
+    if (out != NULL && yt_softplus_ex_out(out, inputs[0], yt_int(1), yt_int(20)) != YT_OK) {
         yt_release(out);
         return NULL;
     }
@@ -2351,14 +4128,14 @@ out_softplus_241(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_242(yt_tensor *const *inputs, void *ctx)
+call_clone_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_243(yt_tensor *const *inputs, void *ctx)
+out_clone_434(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2369,14 +4146,14 @@ out_clone_243(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_244(yt_tensor *const *inputs, void *ctx)
+call_clone_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_245(yt_tensor *const *inputs, void *ctx)
+out_clone_436(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2387,14 +4164,14 @@ out_clone_245(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_246(yt_tensor *const *inputs, void *ctx)
+call_clone_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_247(yt_tensor *const *inputs, void *ctx)
+out_clone_438(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2405,14 +4182,14 @@ out_clone_247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_clone_248(yt_tensor *const *inputs, void *ctx)
+call_clone_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_clone(inputs[0]);
 }
 
 static yt_tensor *
-out_clone_249(yt_tensor *const *inputs, void *ctx)
+out_clone_440(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_clone_out(out, inputs[0]) != YT_OK) {
@@ -2423,14 +4200,2391 @@ out_clone_249(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_250(yt_tensor *const *inputs, void *ctx)
+call_abs_441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_443(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_abs_444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_446(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_abs_447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_449(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_abs_450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+inplace_abs_451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_abs_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_abs_452(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_abs_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_abs_453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_abs(inputs[0]);
+}
+
+static yt_tensor *
+call_sign_454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_456(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sign_457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_459(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sign_460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_462(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sign_463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sign(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sign_464(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sign_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sign_465(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sign_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_466(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_467(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_468(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_469(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_470(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_471(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_472(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_473(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_474(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_square_475(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+inplace_square_476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_square_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_square_477(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_square_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_square_478(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_square(inputs[0]);
+}
+
+static yt_tensor *
+call_reciprocal_479(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_480(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_481(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_reciprocal_482(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_483(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_484(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_reciprocal_485(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_486(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_487(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_reciprocal_488(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_reciprocal(inputs[0]);
+}
+
+static yt_tensor *
+inplace_reciprocal_489(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_reciprocal_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_reciprocal_490(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_reciprocal_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_491(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_492(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_493(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_494(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_495(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_496(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_497(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_498(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_499(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_rsqrt_500(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rsqrt(inputs[0]);
+}
+
+static yt_tensor *
+inplace_rsqrt_501(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_rsqrt_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_rsqrt_502(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_rsqrt_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_503(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_504(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_505(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_506(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_507(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_508(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_509(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_510(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_511(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_expm1_512(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_expm1(inputs[0]);
+}
+
+static yt_tensor *
+inplace_expm1_513(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_expm1_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_expm1_514(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_expm1_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_515(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_516(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_517(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_518(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_519(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_520(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_521(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_523(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log1p_524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log1p(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log1p_525(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log1p_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log1p_526(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log1p_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_528(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_529(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_530(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_532(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_534(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_535(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_log2_536(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log2(inputs[0]);
+}
+
+static yt_tensor *
+inplace_log2_537(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_log2_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_log2_538(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_log2_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_540(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_541(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_543(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_544(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_545(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_546(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_547(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_sin_548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_sin(inputs[0]);
+}
+
+static yt_tensor *
+inplace_sin_549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_sin_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_sin_550(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_sin_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_553(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_554(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_555(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_556(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_558(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_559(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cos_560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cos(inputs[0]);
+}
+
+static yt_tensor *
+inplace_cos_561(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_cos_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_cos_562(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cos_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_563(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_564(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_565(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_566(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_567(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_568(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_569(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_570(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_571(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_erf_572(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_erf(inputs[0]);
+}
+
+static yt_tensor *
+inplace_erf_573(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_erf_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_erf_574(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_erf_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_575(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_576(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_577(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_578(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_579(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_580(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_581(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_582(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_583(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_floor_584(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+inplace_floor_585(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_floor_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_floor_586(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_floor_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_floor_587(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_floor(inputs[0]);
+}
+
+static yt_tensor *
+call_ceil_588(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_589(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_590(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ceil_591(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_592(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_593(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ceil_594(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_595(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_596(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ceil_597(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+inplace_ceil_598(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_ceil_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_ceil_599(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ceil_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_ceil_600(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ceil(inputs[0]);
+}
+
+static yt_tensor *
+call_round_601(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_602(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_603(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_round_604(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_605(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_606(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_round_607(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_608(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_609(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_round_610(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+inplace_round_611(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_round_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_round_612(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_round_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_round_613(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_round(inputs[0]);
+}
+
+static yt_tensor *
+call_trunc_614(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_615(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_616(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_trunc_617(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_618(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_619(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_trunc_620(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_621(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_622(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_trunc_623(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+inplace_trunc_624(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_trunc_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_trunc_625(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_trunc_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_trunc_626(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_trunc(inputs[0]);
+}
+
+static yt_tensor *
+call_leaky_relu_627(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_628(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_629(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_leaky_relu_630(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_631(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_632(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_leaky_relu_633(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_634(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_635(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_leaky_relu_636(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+inplace_leaky_relu_637(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_leaky_relu_ex_(copy, yt_float(0.01)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_leaky_relu_638(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_leaky_relu_ex_out(out, inputs[0], yt_float(0.01)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_leaky_relu_639(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_ex(inputs[0], yt_float(0.01));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_640(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_641(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_642(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_643(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_leaky_relu_backward_644(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_leaky_relu_backward_645(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_leaky_relu_backward_646(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_leaky_relu_backward(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_elu_647(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_648(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_649(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_elu_650(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_651(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_652(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_elu_653(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_654(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_655(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_elu_656(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+inplace_elu_657(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_elu_ex_(copy, yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_elu_658(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_elu_ex_out(out, inputs[0], yt_int(1), yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_elu_659(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_ex(inputs[0], yt_int(1), yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+call_elu_backward_660(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_661(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_662(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_663(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_elu_backward_664(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_elu_backward_665(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+error_elu_backward_666(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_elu_backward(inputs[0], yt_float(1.5), yt_float(1.5), yt_float(1.5), inputs[1]);
+}
+
+static yt_tensor *
+call_silu_667(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_668(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_669(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_silu_670(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_671(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_672(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_silu_673(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_674(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_675(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_silu_676(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+inplace_silu_677(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_silu_(copy) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+out_silu_678(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_silu_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_silu_679(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_silu(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_680(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_681(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_682(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isnan_683(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isnan(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_684(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_685(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_686(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_isfinite_687(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_isfinite(inputs[0]);
+}
+
+static yt_tensor *
+call_eq_688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_251(yt_tensor *const *inputs, void *ctx)
+out_eq_689(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2441,14 +6595,14 @@ out_eq_251(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_252(yt_tensor *const *inputs, void *ctx)
+call_eq_690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_253(yt_tensor *const *inputs, void *ctx)
+out_eq_691(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2459,14 +6613,14 @@ out_eq_253(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_254(yt_tensor *const *inputs, void *ctx)
+call_eq_692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_255(yt_tensor *const *inputs, void *ctx)
+out_eq_693(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2477,14 +6631,14 @@ out_eq_255(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_256(yt_tensor *const *inputs, void *ctx)
+call_eq_694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_257(yt_tensor *const *inputs, void *ctx)
+out_eq_695(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2495,14 +6649,14 @@ out_eq_257(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_258(yt_tensor *const *inputs, void *ctx)
+call_eq_696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_eq_259(yt_tensor *const *inputs, void *ctx)
+out_eq_697(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2513,21 +6667,21 @@ out_eq_259(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_eq_260(yt_tensor *const *inputs, void *ctx)
+error_eq_698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_eq_scalar_261(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_262(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_700(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2538,14 +6692,14 @@ out_eq_scalar_262(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_263(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_264(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_702(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2556,14 +6710,14 @@ out_eq_scalar_264(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_265(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_266(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_704(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2574,14 +6728,14 @@ out_eq_scalar_266(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eq_scalar_267(yt_tensor *const *inputs, void *ctx)
+call_eq_scalar_705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_eq_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_eq_scalar_268(yt_tensor *const *inputs, void *ctx)
+out_eq_scalar_706(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_eq_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2592,14 +6746,14 @@ out_eq_scalar_268(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_269(yt_tensor *const *inputs, void *ctx)
+call_lt_707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_270(yt_tensor *const *inputs, void *ctx)
+out_lt_708(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2610,14 +6764,14 @@ out_lt_270(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_271(yt_tensor *const *inputs, void *ctx)
+call_lt_709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_272(yt_tensor *const *inputs, void *ctx)
+out_lt_710(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2628,14 +6782,14 @@ out_lt_272(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_273(yt_tensor *const *inputs, void *ctx)
+call_lt_711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_274(yt_tensor *const *inputs, void *ctx)
+out_lt_712(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2646,14 +6800,14 @@ out_lt_274(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_275(yt_tensor *const *inputs, void *ctx)
+call_lt_713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_276(yt_tensor *const *inputs, void *ctx)
+out_lt_714(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2664,14 +6818,14 @@ out_lt_276(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_277(yt_tensor *const *inputs, void *ctx)
+call_lt_715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_lt_278(yt_tensor *const *inputs, void *ctx)
+out_lt_716(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2682,21 +6836,21 @@ out_lt_278(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_lt_279(yt_tensor *const *inputs, void *ctx)
+error_lt_717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_lt_scalar_280(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_281(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_719(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2707,14 +6861,14 @@ out_lt_scalar_281(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_282(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_283(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_721(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2725,14 +6879,14 @@ out_lt_scalar_283(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_284(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_285(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_723(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2743,14 +6897,14 @@ out_lt_scalar_285(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_lt_scalar_286(yt_tensor *const *inputs, void *ctx)
+call_lt_scalar_724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_lt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_lt_scalar_287(yt_tensor *const *inputs, void *ctx)
+out_lt_scalar_725(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_lt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2761,14 +6915,14 @@ out_lt_scalar_287(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_288(yt_tensor *const *inputs, void *ctx)
+call_gt_726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_289(yt_tensor *const *inputs, void *ctx)
+out_gt_727(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2779,14 +6933,14 @@ out_gt_289(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_290(yt_tensor *const *inputs, void *ctx)
+call_gt_728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_291(yt_tensor *const *inputs, void *ctx)
+out_gt_729(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2797,14 +6951,14 @@ out_gt_291(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_292(yt_tensor *const *inputs, void *ctx)
+call_gt_730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_293(yt_tensor *const *inputs, void *ctx)
+out_gt_731(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2815,14 +6969,14 @@ out_gt_293(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_294(yt_tensor *const *inputs, void *ctx)
+call_gt_732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_295(yt_tensor *const *inputs, void *ctx)
+out_gt_733(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2833,14 +6987,14 @@ out_gt_295(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_296(yt_tensor *const *inputs, void *ctx)
+call_gt_734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_gt_297(yt_tensor *const *inputs, void *ctx)
+out_gt_735(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -2851,21 +7005,21 @@ out_gt_297(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gt_298(yt_tensor *const *inputs, void *ctx)
+error_gt_736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_gt_scalar_299(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_300(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_738(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2876,14 +7030,14 @@ out_gt_scalar_300(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_301(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_302(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_740(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2894,14 +7048,14 @@ out_gt_scalar_302(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_303(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_304(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_742(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2912,14 +7066,14 @@ out_gt_scalar_304(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gt_scalar_305(yt_tensor *const *inputs, void *ctx)
+call_gt_scalar_743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gt_scalar(inputs[0], yt_float(1.5));
 }
 
 static yt_tensor *
-out_gt_scalar_306(yt_tensor *const *inputs, void *ctx)
+out_gt_scalar_744(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gt_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
@@ -2930,14 +7084,14 @@ out_gt_scalar_306(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_307(yt_tensor *const *inputs, void *ctx)
+call_where_745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_308(yt_tensor *const *inputs, void *ctx)
+out_where_746(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2948,14 +7102,14 @@ out_where_308(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_309(yt_tensor *const *inputs, void *ctx)
+call_where_747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_310(yt_tensor *const *inputs, void *ctx)
+out_where_748(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2966,14 +7120,14 @@ out_where_310(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_where_311(yt_tensor *const *inputs, void *ctx)
+call_where_749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_where_312(yt_tensor *const *inputs, void *ctx)
+out_where_750(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_where_out(out, inputs[0], inputs[1], inputs[2]) != YT_OK) {
@@ -2984,49 +7138,1087 @@ out_where_312(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_where_313(yt_tensor *const *inputs, void *ctx)
+error_where_751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_where_314(yt_tensor *const *inputs, void *ctx)
+error_where_752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_where(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_sum_315(yt_tensor *const *inputs, void *ctx)
+call_ne_753(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_754(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_755(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_756(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_757(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_758(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_759(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_760(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_761(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ne_762(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_ne_763(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_ne_scalar_764(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_765(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_scalar_766(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_767(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_scalar_768(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_769(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ne_scalar_770(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ne_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ne_scalar_771(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ne_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_772(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_773(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_774(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_775(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_776(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_777(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_778(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_779(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_780(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_le_781(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_le_782(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_le_scalar_783(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_784(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_scalar_785(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_786(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_scalar_787(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_788(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_le_scalar_789(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_le_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_le_scalar_790(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_le_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_791(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_792(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_793(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_794(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_795(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_796(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_797(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_798(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_799(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_ge_800(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_ge_801(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_ge_scalar_802(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_803(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_scalar_804(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_805(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_scalar_806(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_807(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_ge_scalar_808(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ge_scalar(inputs[0], yt_float(1.5));
+}
+
+static yt_tensor *
+out_ge_scalar_809(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_ge_scalar_out(out, inputs[0], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_810(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_811(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_812(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_813(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_814(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_815(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_816(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_817(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_and_818(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_and_819(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_and_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_logical_and_820(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_and(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_logical_or_821(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_822(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_823(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_824(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_825(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_826(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_827(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_828(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_or_829(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_or_830(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_or_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_logical_or_831(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_or(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_logical_xor_832(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_833(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_834(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_835(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_836(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_837(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_838(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_839(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_xor_840(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_logical_xor_841(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_xor_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_logical_xor_842(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_xor(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_logical_not_843(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_844(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_not_845(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_846(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_not_847(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_848(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_logical_not_849(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_logical_not(inputs[0]);
+}
+
+static yt_tensor *
+out_logical_not_850(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_logical_not_out(out, inputs[0]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_masked_fill_851(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+inplace_masked_fill_852(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_853(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(-2.0));
+}
+
+static yt_tensor *
+inplace_masked_fill_854(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(-2.0)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_855(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(0.0));
+}
+
+static yt_tensor *
+inplace_masked_fill_856(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(0.0)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_857(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.0));
+}
+
+static yt_tensor *
+inplace_masked_fill_858(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_(copy, inputs[1], yt_float(1.0)) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_masked_fill_859(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_masked_fill_860(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill(inputs[0], inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_masked_fill_tensor_861(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_masked_fill_tensor_862(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_tensor_863(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_masked_fill_tensor_864(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_masked_fill_tensor_865(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+inplace_masked_fill_tensor_866(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_masked_fill_tensor_(copy, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_masked_fill_tensor_867(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_masked_fill_tensor_868(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_masked_fill_tensor_869(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_fill_tensor(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_sum_870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_316(yt_tensor *const *inputs, void *ctx)
+call_sum_871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_317(yt_tensor *const *inputs, void *ctx)
+call_sum_872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_318(yt_tensor *const *inputs, void *ctx)
+call_sum_873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_sum_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_sum_dim_319(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3034,7 +8226,7 @@ call_sum_dim_319(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_320(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_875(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3046,7 +8238,7 @@ out_sum_dim_320(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_321(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -3054,7 +8246,7 @@ call_sum_dim_321(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_322(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_877(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3066,7 +8258,7 @@ out_sum_dim_322(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_323(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {-1};
@@ -3074,7 +8266,7 @@ call_sum_dim_323(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_324(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_879(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {-1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3086,7 +8278,7 @@ out_sum_dim_324(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_dim_325(yt_tensor *const *inputs, void *ctx)
+call_sum_dim_880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0};
@@ -3094,7 +8286,7 @@ call_sum_dim_325(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_sum_dim_326(yt_tensor *const *inputs, void *ctx)
+out_sum_dim_881(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3106,7 +8298,7 @@ out_sum_dim_326(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_dim_327(yt_tensor *const *inputs, void *ctx)
+error_sum_dim_882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3114,35 +8306,35 @@ error_sum_dim_327(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_328(yt_tensor *const *inputs, void *ctx)
+call_mean_883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_329(yt_tensor *const *inputs, void *ctx)
+call_mean_884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_330(yt_tensor *const *inputs, void *ctx)
+call_mean_885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-error_mean_331(yt_tensor *const *inputs, void *ctx)
+error_mean_886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mean_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_mean_dim_332(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3150,7 +8342,7 @@ call_mean_dim_332(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_333(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_888(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3162,7 +8354,7 @@ out_mean_dim_333(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mean_dim_334(yt_tensor *const *inputs, void *ctx)
+call_mean_dim_889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -3170,7 +8362,7 @@ call_mean_dim_334(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_mean_dim_335(yt_tensor *const *inputs, void *ctx)
+out_mean_dim_890(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3182,7 +8374,7 @@ out_mean_dim_335(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_336(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3190,7 +8382,7 @@ error_mean_dim_336(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mean_dim_337(yt_tensor *const *inputs, void *ctx)
+error_mean_dim_892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3198,7 +8390,7 @@ error_mean_dim_337(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_338(yt_tensor *const *inputs, void *ctx)
+call_amax_893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {1};
@@ -3206,7 +8398,7 @@ call_amax_338(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_339(yt_tensor *const *inputs, void *ctx)
+out_amax_894(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {1};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3218,7 +8410,7 @@ out_amax_339(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_340(yt_tensor *const *inputs, void *ctx)
+call_amax_895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {0, 2};
@@ -3226,7 +8418,7 @@ call_amax_340(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_amax_341(yt_tensor *const *inputs, void *ctx)
+out_amax_896(yt_tensor *const *inputs, void *ctx)
 {
     static const int64_t dim[] = {0, 2};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -3238,14 +8430,14 @@ out_amax_341(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_amax_342(yt_tensor *const *inputs, void *ctx)
+call_amax_897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_amax_ex(inputs[0], NULL, 0, false);
 }
 
 static yt_tensor *
-out_amax_343(yt_tensor *const *inputs, void *ctx)
+out_amax_898(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_amax_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
@@ -3256,7 +8448,7 @@ out_amax_343(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_amax_344(yt_tensor *const *inputs, void *ctx)
+error_amax_899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dim[] = {7};
@@ -3264,14 +8456,1457 @@ error_amax_344(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_345(yt_tensor *const *inputs, void *ctx)
+call_amin_900(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_901(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_902(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_amin_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+out_amin_903(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0, 2};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 2, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_904(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_905(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {0};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_906(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_amin_ex(inputs[0], NULL, 0, false);
+}
+
+static yt_tensor *
+out_amin_907(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], NULL, 0, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_amin_908(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+out_amin_909(yt_tensor *const *inputs, void *ctx)
+{
+    static const int64_t dim[] = {1};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_amin_ex_out(out, inputs[0], dim, 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_amin_910(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_amin_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_max_911(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_912(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_max_913(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max(inputs[0]);
+}
+
+static yt_tensor *
+call_min_914(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_915(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_min_916(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_min(inputs[0]);
+}
+
+static yt_tensor *
+call_max_dim_values_917(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_918(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_919(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_920(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_921(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_922(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_923(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_924(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_925(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_926(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_927(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_928(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_929(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_930(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_931(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_932(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_values_933(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_max_dim_values_934(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_max_dim_indices_935(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_max_dim_indices_936(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_max_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_max_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_max_dim_937(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_min_dim_values_938(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_939(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_940(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_941(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_942(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_943(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_944(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_945(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, true, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL ? yt_errcode()
+                                                : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, true);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_946(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_947(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_948(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_949(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], -1, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], -1, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_values_950(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+out_min_dim_values_951(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 0 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[0] : NULL;
+}
+
+static yt_tensor *
+call_min_dim_indices_952(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 0, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+out_min_dim_indices_953(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *ref[2], *o[2] = {NULL};
+    if (yt_min_dim_ex(inputs[0], 0, false, &ref[0], &ref[1]) != YT_OK)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        o[i] = yt_zeros_like(ref[i]);
+        yt_release(ref[i]);
+    }
+    yt_status st = o[0] == NULL || o[1] == NULL
+                       ? yt_errcode()
+                       : yt_min_dim_ex_out(o[0], o[1], inputs[0], 0, false);
+    for (int i = 0; i < 2; i++)
+        if (i != 1 || st != YT_OK)
+            yt_release(o[i]);
+    return st == YT_OK ? o[1] : NULL;
+}
+
+static yt_tensor *
+error_min_dim_954(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_min_dim_ex(inputs[0], 7, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_argmax_955(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_956(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_957(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmax_958(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_959(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmax_960(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_961(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmax_962(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmax_963(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmax_964(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmax_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmax_965(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmax_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argmin_966(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_argmin_967(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_968(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_argmin_969(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_970(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+out_argmin_971(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], -1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_argmin_972(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], YT_NONE, false);
+}
+
+static yt_tensor *
+out_argmin_973(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_argmin_ex_out(out, inputs[0], YT_NONE, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_argmin_974(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argmin_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_prod_975(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_976(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_977(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_978(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_prod_dim_int_979(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_980(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_981(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_982(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, true, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_983(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], -1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_984(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], -1, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_prod_dim_int_985(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_prod_dim_int_986(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_prod_dim_int_ex_out(out, inputs[0], 0, false, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_prod_dim_int_987(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_prod_dim_int_ex(inputs[0], 7, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_all_988(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_989(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all(inputs[0]);
+}
+
+static yt_tensor *
+call_all_dim_990(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_991(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_992(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_all_dim_993(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_all_dim_994(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_all_dim_995(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_all_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_all_dim_996(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_all_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_any_997(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_998(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any(inputs[0]);
+}
+
+static yt_tensor *
+call_any_dim_999(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1000(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1001(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+out_any_dim_1002(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 0, true) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_any_dim_1003(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+out_any_dim_1004(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_any_dim_ex_out(out, inputs[0], 1, false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_any_dim_1005(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_any_dim_ex(inputs[0], 7, false);
+}
+
+static yt_tensor *
+call_cumsum_1006(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1007(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1008(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1009(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 1, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1010(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1011(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1012(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1013(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cumsum_1014(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+out_cumsum_1015(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cumsum_ex_out(out, inputs[0], 0, YT_DTYPE_NONE) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_cumsum_1016(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_logsumexp_1017(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1018(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_logsumexp_ex(inputs[0], dim, 2, true);
+}
+
+static yt_tensor *
+call_logsumexp_1019(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_logsumexp_1020(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1021(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+error_logsumexp_1022(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_logsumexp_ex(inputs[0], dim, 1, false);
+}
+
+static yt_tensor *
+call_var_1023(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_var_1024(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_var_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_var_1025(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_var_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+call_var_1026(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_var_ex(inputs[0], NULL, 0, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1027(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_var_1028(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_var_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1029(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_std_1030(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_std_ex(inputs[0], dim, 2, YT_NONE, true);
+}
+
+static yt_tensor *
+call_std_1031(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_std_ex(inputs[0], dim, 1, 0, false);
+}
+
+static yt_tensor *
+error_std_1032(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+error_std_1033(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_std_ex(inputs[0], dim, 1, YT_NONE, false);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1034(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1035(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0, 2};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(1), dim, 2, true, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1036(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {0};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_linalg_vector_norm_1037(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1038(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), NULL, 0, false, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1039(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {1};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_linalg_vector_norm_1040(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dim[] = {7};
+    return yt_linalg_vector_norm_ex(inputs[0], yt_int(2), dim, 1, false, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_mm_1041(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_346(yt_tensor *const *inputs, void *ctx)
+out_mm_1042(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3282,14 +9917,14 @@ out_mm_346(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_347(yt_tensor *const *inputs, void *ctx)
+call_mm_1043(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_348(yt_tensor *const *inputs, void *ctx)
+out_mm_1044(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3300,14 +9935,14 @@ out_mm_348(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_349(yt_tensor *const *inputs, void *ctx)
+call_mm_1045(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_350(yt_tensor *const *inputs, void *ctx)
+out_mm_1046(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3318,14 +9953,14 @@ out_mm_350(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_351(yt_tensor *const *inputs, void *ctx)
+call_mm_1047(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_352(yt_tensor *const *inputs, void *ctx)
+out_mm_1048(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3336,140 +9971,140 @@ out_mm_352(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_353(yt_tensor *const *inputs, void *ctx)
+error_mm_1049(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_354(yt_tensor *const *inputs, void *ctx)
+error_mm_1050(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_355(yt_tensor *const *inputs, void *ctx)
+error_mm_1051(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_356(yt_tensor *const *inputs, void *ctx)
+error_mm_1052(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_357(yt_tensor *const *inputs, void *ctx)
+call_matmul_1053(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_358(yt_tensor *const *inputs, void *ctx)
+call_matmul_1054(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_359(yt_tensor *const *inputs, void *ctx)
+call_matmul_1055(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_360(yt_tensor *const *inputs, void *ctx)
+call_matmul_1056(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_361(yt_tensor *const *inputs, void *ctx)
+call_matmul_1057(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_362(yt_tensor *const *inputs, void *ctx)
+call_matmul_1058(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_363(yt_tensor *const *inputs, void *ctx)
+call_matmul_1059(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_364(yt_tensor *const *inputs, void *ctx)
+call_matmul_1060(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_365(yt_tensor *const *inputs, void *ctx)
+call_matmul_1061(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_366(yt_tensor *const *inputs, void *ctx)
+call_matmul_1062(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_matmul_367(yt_tensor *const *inputs, void *ctx)
+call_matmul_1063(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_368(yt_tensor *const *inputs, void *ctx)
+error_matmul_1064(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_369(yt_tensor *const *inputs, void *ctx)
+error_matmul_1065(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_370(yt_tensor *const *inputs, void *ctx)
+error_matmul_1066(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_371(yt_tensor *const *inputs, void *ctx)
+call_bmm_1067(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_372(yt_tensor *const *inputs, void *ctx)
+out_bmm_1068(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3480,14 +10115,14 @@ out_bmm_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_373(yt_tensor *const *inputs, void *ctx)
+call_bmm_1069(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_374(yt_tensor *const *inputs, void *ctx)
+out_bmm_1070(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3498,14 +10133,14 @@ out_bmm_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_375(yt_tensor *const *inputs, void *ctx)
+call_bmm_1071(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_376(yt_tensor *const *inputs, void *ctx)
+out_bmm_1072(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3516,14 +10151,14 @@ out_bmm_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_377(yt_tensor *const *inputs, void *ctx)
+call_bmm_1073(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_378(yt_tensor *const *inputs, void *ctx)
+out_bmm_1074(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -3534,49 +10169,49 @@ out_bmm_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_379(yt_tensor *const *inputs, void *ctx)
+error_bmm_1075(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_380(yt_tensor *const *inputs, void *ctx)
+error_bmm_1076(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_381(yt_tensor *const *inputs, void *ctx)
+error_bmm_1077(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_382(yt_tensor *const *inputs, void *ctx)
+error_bmm_1078(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_383(yt_tensor *const *inputs, void *ctx)
+error_bmm_1079(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_384(yt_tensor *const *inputs, void *ctx)
+call_addmm_1080(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_385(yt_tensor *const *inputs, void *ctx)
+out_addmm_1081(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3588,14 +10223,14 @@ out_addmm_385(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_386(yt_tensor *const *inputs, void *ctx)
+call_addmm_1082(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_387(yt_tensor *const *inputs, void *ctx)
+out_addmm_1083(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3607,14 +10242,14 @@ out_addmm_387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_388(yt_tensor *const *inputs, void *ctx)
+call_addmm_1084(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_389(yt_tensor *const *inputs, void *ctx)
+out_addmm_1085(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3626,14 +10261,14 @@ out_addmm_389(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_390(yt_tensor *const *inputs, void *ctx)
+call_addmm_1086(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_391(yt_tensor *const *inputs, void *ctx)
+out_addmm_1087(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3645,14 +10280,14 @@ out_addmm_391(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_392(yt_tensor *const *inputs, void *ctx)
+call_addmm_1088(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_393(yt_tensor *const *inputs, void *ctx)
+out_addmm_1089(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3664,63 +10299,63 @@ out_addmm_393(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_394(yt_tensor *const *inputs, void *ctx)
+error_addmm_1090(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_395(yt_tensor *const *inputs, void *ctx)
+error_addmm_1091(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_396(yt_tensor *const *inputs, void *ctx)
+error_addmm_1092(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_397(yt_tensor *const *inputs, void *ctx)
+error_addmm_1093(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_398(yt_tensor *const *inputs, void *ctx)
+error_addmm_1094(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_399(yt_tensor *const *inputs, void *ctx)
+error_addmm_1095(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_400(yt_tensor *const *inputs, void *ctx)
+error_addmm_1096(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_401(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1097(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1098(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -3732,14 +10367,14 @@ out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_403(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1099(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1100(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3751,14 +10386,14 @@ out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_405(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1101(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1102(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3770,14 +10405,14 @@ out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_407(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1103(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1104(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3789,14 +10424,14 @@ out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_409(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1105(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1106(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -3808,420 +10443,420 @@ out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_baddbmm_411(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1107(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_412(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1108(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_413(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1109(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_414(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1110(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_415(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1111(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_416(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1112(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_417(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1113(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_418(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1114(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_baddbmm_419(yt_tensor *const *inputs, void *ctx)
+error_baddbmm_1115(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_420(yt_tensor *const *inputs, void *ctx)
+call_dot_1116(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_421(yt_tensor *const *inputs, void *ctx)
+call_dot_1117(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_422(yt_tensor *const *inputs, void *ctx)
+call_dot_1118(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_423(yt_tensor *const *inputs, void *ctx)
+error_dot_1119(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_424(yt_tensor *const *inputs, void *ctx)
+error_dot_1120(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_425(yt_tensor *const *inputs, void *ctx)
+error_dot_1121(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_426(yt_tensor *const *inputs, void *ctx)
+error_dot_1122(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_427(yt_tensor *const *inputs, void *ctx)
+call_outer_1123(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_428(yt_tensor *const *inputs, void *ctx)
+call_outer_1124(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_429(yt_tensor *const *inputs, void *ctx)
+call_outer_1125(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_430(yt_tensor *const *inputs, void *ctx)
+error_outer_1126(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_431(yt_tensor *const *inputs, void *ctx)
+error_outer_1127(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_432(yt_tensor *const *inputs, void *ctx)
+error_outer_1128(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_linear_433(yt_tensor *const *inputs, void *ctx)
+call_linear_1129(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_434(yt_tensor *const *inputs, void *ctx)
+call_linear_1130(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_435(yt_tensor *const *inputs, void *ctx)
+call_linear_1131(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_436(yt_tensor *const *inputs, void *ctx)
+call_linear_1132(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_437(yt_tensor *const *inputs, void *ctx)
+call_linear_1133(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_438(yt_tensor *const *inputs, void *ctx)
+call_linear_1134(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_linear_439(yt_tensor *const *inputs, void *ctx)
+call_linear_1135(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_440(yt_tensor *const *inputs, void *ctx)
+call_linear_1136(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_441(yt_tensor *const *inputs, void *ctx)
+call_linear_1137(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_linear_442(yt_tensor *const *inputs, void *ctx)
+call_linear_1138(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_linear_443(yt_tensor *const *inputs, void *ctx)
+error_linear_1139(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_linear_444(yt_tensor *const *inputs, void *ctx)
+error_linear_1140(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_linear_445(yt_tensor *const *inputs, void *ctx)
+error_linear_1141(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_linear_446(yt_tensor *const *inputs, void *ctx)
+error_linear_1142(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_mm_mat1_backward_447(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1143(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_448(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1144(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_449(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1145(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_450(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1146(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_451(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1147(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_452(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1148(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_453(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1149(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_454(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1150(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_455(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1151(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_456(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1152(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_457(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1153(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_458(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1154(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_459(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1155(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_460(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1156(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_461(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1157(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_462(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1158(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_t_463(yt_tensor *const *inputs, void *ctx)
+call_t_1159(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_464(yt_tensor *const *inputs, void *ctx)
+call_t_1160(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_465(yt_tensor *const *inputs, void *ctx)
+error_t_1161(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_466(yt_tensor *const *inputs, void *ctx)
+call_transpose_1162(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_467(yt_tensor *const *inputs, void *ctx)
+call_transpose_1163(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_468(yt_tensor *const *inputs, void *ctx)
+error_transpose_1164(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_469(yt_tensor *const *inputs, void *ctx)
+error_transpose_1165(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_470(yt_tensor *const *inputs, void *ctx)
+call_permute_1166(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -4229,7 +10864,7 @@ call_permute_470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_471(yt_tensor *const *inputs, void *ctx)
+error_permute_1167(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -4237,7 +10872,7 @@ error_permute_471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_472(yt_tensor *const *inputs, void *ctx)
+error_permute_1168(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -4245,7 +10880,7 @@ error_permute_472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_473(yt_tensor *const *inputs, void *ctx)
+call_view_1169(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -4253,7 +10888,7 @@ call_view_473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_474(yt_tensor *const *inputs, void *ctx)
+call_view_1170(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -4261,7 +10896,7 @@ call_view_474(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_475(yt_tensor *const *inputs, void *ctx)
+call_reshape_1171(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -4269,7 +10904,7 @@ call_reshape_475(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_476(yt_tensor *const *inputs, void *ctx)
+call_reshape_1172(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -4277,7 +10912,7 @@ call_reshape_476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_477(yt_tensor *const *inputs, void *ctx)
+call_expand_1173(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -4285,7 +10920,7 @@ call_expand_477(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_478(yt_tensor *const *inputs, void *ctx)
+call_expand_1174(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -4293,112 +10928,3826 @@ call_expand_478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_479(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1175(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_480(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1176(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_481(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1177(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_482(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1178(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_483(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1179(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_484(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1180(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_485(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1181(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_486(yt_tensor *const *inputs, void *ctx)
+call_slice_1182(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_487(yt_tensor *const *inputs, void *ctx)
+call_slice_1183(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_488(yt_tensor *const *inputs, void *ctx)
+error_slice_1184(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_489(yt_tensor *const *inputs, void *ctx)
+error_slice_1185(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_490(yt_tensor *const *inputs, void *ctx)
+call_select_1186(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_491(yt_tensor *const *inputs, void *ctx)
+call_select_1187(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_492(yt_tensor *const *inputs, void *ctx)
+error_select_1188(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_493(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1189(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_494(yt_tensor *const *inputs, void *ctx)
+call_flatten_1190(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 2);
+}
+
+static yt_tensor *
+call_flatten_1191(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_1192(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+call_flatten_1193(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, 1);
+}
+
+static yt_tensor *
+call_flatten_1194(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 0, -1);
+}
+
+static yt_tensor *
+error_flatten_1195(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 2, 1);
+}
+
+static yt_tensor *
+error_flatten_1196(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 7, 2);
+}
+
+static yt_tensor *
+error_flatten_1197(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flatten_ex(inputs[0], 1, 7);
+}
+
+static yt_tensor *
+call_unflatten_1198(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1199(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {-1, 2};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1200(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {3, 2};
+    return yt_unflatten(inputs[0], 1, sizes, 2);
+}
+
+static yt_tensor *
+call_unflatten_1201(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {0, 5};
+    return yt_unflatten(inputs[0], 0, sizes, 2);
+}
+
+static yt_tensor *
+error_unflatten_1202(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {1};
+    return yt_unflatten(inputs[0], 0, sizes, 1);
+}
+
+static yt_tensor *
+error_unflatten_1203(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_unflatten(inputs[0], 0, NULL, 0);
+}
+
+static yt_tensor *
+error_unflatten_1204(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t sizes[] = {2, 3};
+    return yt_unflatten(inputs[0], 7, sizes, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_1205(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_broadcast_to_1206(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 4};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_1207(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 3, 5};
+    return yt_broadcast_to(inputs[0], size, 3);
+}
+
+static yt_tensor *
+call_broadcast_to_1208(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {2, 0};
+    return yt_broadcast_to(inputs[0], size, 2);
+}
+
+static yt_tensor *
+call_narrow_1209(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 1, 3);
+}
+
+static yt_tensor *
+call_narrow_1210(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, -3, 2);
+}
+
+static yt_tensor *
+call_narrow_1211(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 2, 0);
+}
+
+static yt_tensor *
+call_narrow_1212(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 1, 3, 0);
+}
+
+static yt_tensor *
+error_narrow_1213(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, 1);
+}
+
+static yt_tensor *
+error_narrow_1214(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 0, 0, -1);
+}
+
+static yt_tensor *
+error_narrow_1215(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_narrow(inputs[0], 7, 1, 3);
+}
+
+static yt_tensor *
+call_repeat_1216(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1217(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 1, 2};
+    return yt_repeat(inputs[0], repeats, 3);
+}
+
+static yt_tensor *
+call_repeat_1218(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {1, 3};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1219(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2, 2};
+    return yt_repeat(inputs[0], repeats, 2);
+}
+
+static yt_tensor *
+call_repeat_1220(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {3};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_repeat_1221(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {0};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+error_repeat_1222(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t repeats[] = {2};
+    return yt_repeat(inputs[0], repeats, 1);
+}
+
+static yt_tensor *
+call_flip_1223(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1224(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {0, -1};
+    return yt_flip(inputs[0], dims, 2);
+}
+
+static yt_tensor *
+call_flip_1225(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1226(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {1};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_flip_1227(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_flip(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_flip_1228(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dims[] = {7};
+    return yt_flip(inputs[0], dims, 1);
+}
+
+static yt_tensor *
+call_roll_1229(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_1230(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {-5};
+    return yt_roll_ex(inputs[0], shifts, 1, NULL, 0);
+}
+
+static yt_tensor *
+call_roll_1231(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1, 2};
+    static const int64_t dims[] = {0, 2};
+    return yt_roll_ex(inputs[0], shifts, 2, dims, 2);
+}
+
+static yt_tensor *
+call_roll_1232(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {2};
+    static const int64_t dims[] = {0};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_roll_1233(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {1};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+error_roll_1234(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
+}
+
+static yt_tensor *
+error_roll_1235(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t shifts[] = {1};
+    static const int64_t dims[] = {7};
+    return yt_roll_ex(inputs[0], shifts, 1, dims, 1);
+}
+
+static yt_tensor *
+call_tril_1236(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_1237(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_tril_1238(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_tril_1239(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_tril_1240(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], -7);
+}
+
+static yt_tensor *
+error_tril_1241(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_tril_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1242(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1243(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 1);
+}
+
+static yt_tensor *
+call_triu_1244(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_triu_1245(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_triu_1246(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 9);
+}
+
+static yt_tensor *
+error_triu_1247(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_triu_ex(inputs[0], 0);
+}
+
+static yt_tensor *
+call_pad_1248(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1249(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 0, -1, 2};
+    const double value_value = 1.5;
+    return yt_pad_ex(inputs[0], pad, 4, NULL, &value_value);
+}
+
+static yt_tensor *
+call_pad_1250(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1, 1, 1};
+    return yt_pad_ex(inputs[0], pad, 4, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1251(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 1};
+    return yt_pad_ex(inputs[0], pad, 2, NULL, NULL);
+}
+
+static yt_tensor *
+call_pad_1252(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 1};
+    return yt_pad_ex(inputs[0], pad, 2, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1253(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2, 3, 1};
+    return yt_pad_ex(inputs[0], pad, 4, "reflect", NULL);
+}
+
+static yt_tensor *
+call_pad_1254(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {2, 3};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+call_pad_1255(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "replicate", NULL);
+}
+
+static yt_tensor *
+error_pad_1256(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t pad[] = {1, 2};
+    return yt_pad_ex(inputs[0], pad, 2, "no_such_choice", NULL);
+}
+
+static yt_tensor *
+call_cat_1257(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_1258(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1259(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+out_cat_1260(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, -1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1261(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+out_cat_1262(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 1) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1263(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_cat_ex(tensors, 3, 0);
+}
+
+static yt_tensor *
+out_cat_1264(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 3, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_cat_1265(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_cat_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+out_cat_1266(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_cat_ex_out(out, tensors, 2, 0) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_stack_1267(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1268(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
+    return yt_stack_ex(tensors, 3, -1);
+}
+
+static yt_tensor *
+call_stack_1269(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 1);
+}
+
+static yt_tensor *
+call_stack_1270(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+static yt_tensor *
+call_stack_1271(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
+    return yt_stack_ex(tensors, 2, 0);
+}
+
+/* -> Tensor[] cases: one tensor from the pieces, sum_i (i + 1) * sum(piece_i), so that every
+ * piece's gradient is checked (and told apart); NULL when the call failed. */
+static yt_tensor *
+weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
+{
+    if (n < 0)
+        return NULL;
+    yt_tensor *total = yt_sum(first);
+    yt_tensor *acc = yt_mul_scalar(total, yt_int(0));
+    yt_release(total);
+    for (int64_t i = 0; i < n; i++) {
+        yt_tensor *sum = yt_sum(pieces[i]);
+        yt_tensor *term = yt_mul_scalar(sum, yt_int(i + 1));
+        yt_tensor *next = yt_add(acc, term);
+        yt_release(sum);
+        yt_release(term);
+        yt_release(acc);
+        yt_release(pieces[i]);
+        acc = next;
+    }
+    return acc;
+}
+
+static yt_tensor *
+call_split_1272(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1273(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1274(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 3, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 3, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1275(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 3, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1276(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 4, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 4, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1277(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 4, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_split_1278(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_split_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_split_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_split_1279(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_split_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1280(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1281(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1282(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 4, 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 4, 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1283(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 4, 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1284(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 3, -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 3, -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1285(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 3, -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_chunk_1286(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_chunk_ex(inputs[0], 2, 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_chunk_ex(inputs[0], 2, 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_chunk_1287(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_chunk_ex(inputs[0], 2, 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1288(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 0, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 0, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1289(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 0, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1290(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1291(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1292(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], -1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], -1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1293(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], -1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_unbind_1294(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[64];
+    if (yt_unbind_ex(inputs[0], 1, NULL, 0) > 64)
+        return NULL; /* more pieces than the test holds */
+    return weighted_pieces(yt_unbind_ex(inputs[0], 1, pieces, 64), pieces, inputs[0]);
+}
+
+static yt_tensor *
+error_unbind_1295(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *pieces[1];
+    int64_t n = yt_unbind_ex(inputs[0], 1, pieces, 0);
+    return n < 0 ? NULL : yt_retain(inputs[0]); /* counted without refusing: accepted */
+}
+
+static yt_tensor *
+call_index_select_1296(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1297(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1298(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1299(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1300(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 1, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1301(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1302(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1303(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1304(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1305(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_select_1306(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+out_index_select_1307(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_select_1308(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 0, inputs[1]);
+}
+
+static yt_tensor *
+error_index_select_1309(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_select(inputs[0], 7, inputs[1]);
+}
+
+static yt_tensor *
+call_index_add_1310(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1311(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1312(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
+}
+
+static yt_tensor *
+out_index_add_1313(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 1, inputs[1], inputs[2], yt_float(2.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1314(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1315(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1317(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_add_1318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+out_index_add_1319(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_index_add_ex_out(out, inputs[0], 0, inputs[1], inputs[2], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_add_1320(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+error_index_add_1321(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
+}
+
+static yt_tensor *
+call_index_copy_1322(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1323(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_1324(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1325(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_index_copy_1326(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_index_copy_1327(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_index_copy_1328(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_index_copy_1329(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_gather_1330(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1331(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1332(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1333(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1334(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], -1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1335(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1336(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1337(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_gather_1338(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 0, inputs[1], false);
+}
+
+static yt_tensor *
+out_gather_1339(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_gather_1340(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 1, inputs[1], false);
+}
+
+static yt_tensor *
+error_gather_1341(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_gather_ex(inputs[0], 7, inputs[1], false);
+}
+
+static yt_tensor *
+call_scatter_1342(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1343(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1344(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1345(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1346(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1347(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_1348(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_1349(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_1350(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_1351(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_scatter_value_1352(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+out_scatter_value_1353(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_1354(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
+}
+
+static yt_tensor *
+out_scatter_value_1355(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_value_1356(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
+}
+
+static yt_tensor *
+out_scatter_value_1357(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_value_1358(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+error_scatter_value_1359(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
+}
+
+static yt_tensor *
+call_scatter_add_1360(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1361(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1362(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1363(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1364(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1365(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1366(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1367(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_scatter_add_1368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+out_scatter_add_1369(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_scatter_add_1370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_scatter_add_1371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_embedding_1372(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1374(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_1375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1376(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+error_embedding_1377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
+}
+
+static yt_tensor *
+error_embedding_1378(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_1379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_embedding_dense_backward_1380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
+}
+
+static yt_tensor *
+error_embedding_dense_backward_1381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
+}
+
+static yt_tensor *
+call_one_hot_1382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_one_hot_1383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 6);
+}
+
+static yt_tensor *
+call_one_hot_1384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+call_one_hot_1385(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], 3);
+}
+
+static yt_tensor *
+error_one_hot_1386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_one_hot_ex(inputs[0], -1);
+}
+
+static yt_tensor *
+call_nonzero_1387(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1389(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_nonzero_1390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nonzero(inputs[0]);
+}
+
+static yt_tensor *
+call_masked_select_1391(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1393(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_masked_select_1395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_1396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_masked_select_1397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_masked_select(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_argsort_1398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_1399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 0, true);
+}
+
+static yt_tensor *
+call_argsort_1400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], 1, false);
+}
+
+static yt_tensor *
+call_argsort_1401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_argsort_1402(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_argsort_ex(inputs[0], -1, false);
+}
+
+static yt_tensor *
+call_index_1403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1404(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_1405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
+    return yt_index(inputs[0], indices, 3);
+}
+
+static yt_tensor *
+call_index_1406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index(inputs[0], indices, 1);
+}
+
+static yt_tensor *
+call_index_1407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_1408(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index(inputs[0], indices, 2);
+}
+
+static yt_tensor *
+call_index_put_1409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_1410(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_index_put_1411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {inputs[1], inputs[2]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[3], false);
+}
+
+static yt_tensor *
+call_index_put_1412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[1] = {inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 1, inputs[2], false);
+}
+
+static yt_tensor *
+call_index_put_1413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *const indices[2] = {NULL, inputs[1]};
+    return yt_index_put_ex(inputs[0], indices, 2, inputs[2], true);
+}
+
+static yt_tensor *
+call_sort_values_1414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], 1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_values_1422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_indices_1423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_sort_ex(inputs[0], -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_1424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_1425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, -1, false, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_sort_stable_values_1426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_sort_stable_indices_1427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    const bool stable_value = true;
+    yt_tensor *r[2];
+    if (yt_sort_stable_ex(inputs[0], &stable_value, 0, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 2, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 3, 0, false, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1433(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, 1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1434(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1435(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 0, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_topk_values_1436(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_topk_indices_1437(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_topk_ex(inputs[0], 1, -1, true, true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_avg_pool2d_1438(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_1439(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, true, false, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_1440(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, true, true, 4);
+}
+
+static yt_tensor *
+call_avg_pool2d_1441(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1442(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1443(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2, 2};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 3, NULL, 0, NULL, 0, false, true, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_1444(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1445(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1446(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1447(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {4, 3};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_1448(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1449(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 1);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1450(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_1451(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d(inputs[0], output_size, 2);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_1452(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_avg_pool2d_backward_1453(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2, true,
+                                  false, YT_NONE);
+}
+
+static yt_tensor *
+error_avg_pool2d_backward_1454(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    static const int64_t stride[] = {2, 2};
+    static const int64_t padding[] = {0, 0};
+    return yt_avg_pool2d_backward(inputs[0], inputs[1], kernel_size, 2, stride, 2, padding, 2,
+                                  false, true, YT_NONE);
+}
+
+static yt_tensor *
+call_adaptive_avg_pool2d_backward_1455(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+error_adaptive_avg_pool2d_backward_1456(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t output_size[] = {3, 2};
+    return yt_adaptive_avg_pool2d_backward(inputs[0], inputs[1], output_size, 2);
+}
+
+static yt_tensor *
+call_conv2d_1457(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1458(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2, dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_1459(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1460(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t padding[] = {1, 0};
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, padding, 2, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1461(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_1462(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 2};
+    static const int64_t dilation[] = {2, 1};
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_1463(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1464(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_1465(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
+}
+
+static yt_tensor *
+error_conv2d_1466(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_1467(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv2d_padding_1468(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {3, 1};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 2, 2);
+}
+
+static yt_tensor *
+call_conv2d_padding_1469(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], stride, 1, "valid", NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1470(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1471(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1472(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
+                                1);
+}
+
+static yt_tensor *
+error_conv2d_padding_1473(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_1474(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_1475(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    static const int64_t dilation[] = {3};
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], stride, 1, padding, 1, dilation, 1, 2);
+}
+
+static yt_tensor *
+call_conv1d_1476(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1477(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1478(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1479(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {1, 1};
+    return yt_conv1d_ex(inputs[0], inputs[1], NULL, stride, 2, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_1480(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
+}
+
+static yt_tensor *
+call_conv1d_padding_1481(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1482(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1483(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1484(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice",
+                                dilation, 1, 1);
+}
+
+static yt_tensor *
+error_conv1d_padding_1485(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t dilation[] = {1};
+    return yt_conv1d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", dilation, 1, 1);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1486(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1487(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2, 3};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t output_padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 2, padding, 2,
+                                  output_padding, 2, 2, dilation, 2);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1488(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], stride, 1, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv_transpose2d_1489(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, stride, 1, padding, 1, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1490(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1491(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1492(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
+                                  0);
+}
+
+static yt_tensor *
+error_conv_transpose2d_1493(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
+                                  NULL, 0);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_1494(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_input_1495(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 4, 7, 6};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_input_1496(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t input_size[] = {2, 3, 6, 5};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_input(inputs[0], inputs[1], input_size, 4, stride, 2, padding, 2,
+                                    dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_1497(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_weight_1498(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {6, 2, 3, 3};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 2};
+    static const int64_t dilation[] = {1, 2};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 2);
+}
+
+static yt_tensor *
+error_conv2d_backward_weight_1499(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t weight_size[] = {4, 3, 3, 2};
+    static const int64_t stride[] = {1, 1};
+    static const int64_t padding[] = {0, 0};
+    static const int64_t dilation[] = {1, 1};
+    return yt_conv2d_backward_weight(inputs[0], inputs[1], weight_size, 4, stride, 2, padding, 2,
+                                     dilation, 2, 1);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_1500(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_conv2d_backward_bias_1501(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_1502(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+error_conv2d_backward_bias_1503(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_conv2d_backward_bias(inputs[0]);
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1504(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1505(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1506(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1507(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1508(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1509(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0,
+                                      true, &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_values_1510(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_with_indices_indices_1511(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[0]);
+    return r[1];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1512(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1513(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false, &r[0],
+                                      &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+error_max_pool2d_with_indices_1514(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    yt_tensor *r[2];
+    if (yt_max_pool2d_with_indices_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false,
+                                      &r[0], &r[1]) != YT_OK)
+        return NULL;
+    yt_release(r[1]);
+    return r[0];
+}
+
+static yt_tensor *
+call_max_pool2d_1515(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_max_pool2d_1516(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3, 2};
+    static const int64_t stride[] = {2, 1};
+    static const int64_t padding[] = {1, 1};
+    static const int64_t dilation[] = {1, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, stride, 2, padding, 2, dilation, 2, true);
+}
+
+static yt_tensor *
+call_max_pool2d_1517(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {3};
+    static const int64_t stride[] = {2};
+    static const int64_t padding[] = {1};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, stride, 1, padding, 1, NULL, 0, true);
+}
+
+static yt_tensor *
+error_max_pool2d_1518(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 1, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1519(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+error_max_pool2d_1520(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t kernel_size[] = {2, 2};
+    return yt_max_pool2d_ex(inputs[0], kernel_size, 2, NULL, 0, NULL, 0, NULL, 0, false);
+}
+
+static yt_tensor *
+call_softmax_1521(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1522(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1523(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1524(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_1525(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1526(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_softmax_1527(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_softmax_1528(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1529(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1530(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1531(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1532(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_log_softmax_1533(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1534(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
+}
+
+static yt_tensor *
+error_log_softmax_1535(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+error_log_softmax_1536(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1537(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1538(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_softmax_backward_data_1539(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1540(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1541(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_softmax_backward_data_1542(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1543(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1544(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+call_log_softmax_backward_data_1545(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1546(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1547(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
+}
+
+static yt_tensor *
+error_log_softmax_backward_data_1548(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
+}
+
+static yt_tensor *
+call_dropout_1549(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1550(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.25, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1551(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, false, NULL);
+}
+
+static yt_tensor *
+call_dropout_1552(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_dropout_1553(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 1.0, true, NULL);
+}
+
+static yt_tensor *
+error_dropout_1554(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dropout_ex(inputs[0], 0.5, true, NULL);
+}
+
+static yt_tensor *
+call_mse_loss_1555(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_mse_loss_1556(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_mse_loss_1557(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_mse_loss_1558(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_mse_loss_1559(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_mse_loss_1560(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_mse_loss_1561(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_l1_loss_1562(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_l1_loss_1563(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "none");
+}
+
+static yt_tensor *
+call_l1_loss_1564(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1565(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+call_l1_loss_1566(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
+}
+
+static yt_tensor *
+error_l1_loss_1567(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
+}
+
+static yt_tensor *
+error_l1_loss_1568(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1569(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1570(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1571(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1572(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1573(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_smooth_l1_loss_1574(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
+}
+
+static yt_tensor *
+error_smooth_l1_loss_1575(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+}
+
+static yt_tensor *
+error_smooth_l1_loss_1576(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_1577(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_huber_loss_1578(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_1579(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
+}
+
+static yt_tensor *
+call_huber_loss_1580(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+call_huber_loss_1581(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
+}
+
+static yt_tensor *
+error_huber_loss_1582(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
+}
+
+static yt_tensor *
+error_huber_loss_1583(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1584(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1585(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1586(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1587(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1588(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_1589(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1590(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_1591(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1592(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1593(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1594(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
+                                                  "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1595(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1596(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
+}
+
+static yt_tensor *
+call_binary_cross_entropy_with_logits_1597(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1598(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
+                                                  "no_such_choice");
+}
+
+static yt_tensor *
+error_binary_cross_entropy_with_logits_1599(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
+}
+
+static yt_tensor *
+call_nll_loss_1600(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+call_nll_loss_1601(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
+}
+
+static yt_tensor *
+call_nll_loss_1602(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
+}
+
+static yt_tensor *
+call_nll_loss_1603(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
+}
+
+static yt_tensor *
+call_nll_loss_1604(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+}
+
+static yt_tensor *
+call_nll_loss_1605(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1606(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1607(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
+}
+
+static yt_tensor *
+error_nll_loss_1608(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
+}
+
+static yt_tensor *
+error_nll_loss_1609(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1610(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1611(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1612(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1613(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1614(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1615(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1616(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1617(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1618(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1619(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1620(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1621(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1622(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1623(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1624(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1625(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1626(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1627(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1628(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1629(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_index_1630(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1631(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
+}
+
+static yt_tensor *
+error_cross_entropy_index_1632(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
+}
+
+static yt_tensor *
+call_empty_1633(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {2, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_1634(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0, 3};
+    return yt_empty_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_1635(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_empty_ex(NULL, 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_zeros_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4407,7 +14756,7 @@ call_zeros_494(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_495(yt_tensor *const *inputs, void *ctx)
+call_ones_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4416,7 +14765,7 @@ call_ones_495(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_496(yt_tensor *const *inputs, void *ctx)
+call_full_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4425,7 +14774,95 @@ call_full_496(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_497(yt_tensor *const *inputs, void *ctx)
+call_full_1639(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {2, 3};
+    return yt_full_ex(size, 2, yt_int(7), YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_full_1640(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0};
+    return yt_full_ex(size, 1, yt_int(2), YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_1641(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_1642(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_empty_like_1643(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1644(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1645(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1646(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_ones_like_1647(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
+}
+
+static yt_tensor *
+call_full_like_1648(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_full_like_1649(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_full_like_1650(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_arange_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -4433,43 +14870,355 @@ call_arange_497(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_498(yt_tensor *const *inputs, void *ctx)
+call_linspace_1652(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_int(0), yt_int(1), 5, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_linspace_1653(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_float(-2.5), yt_int(3), 1, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_linspace_1654(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_linspace_ex(yt_int(0), yt_int(1), 0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_1655(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_ex(3, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_1656(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_ex(0, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_m_1657(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_m_ex(2, 4, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_eye_m_1658(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_eye_m_ex(4, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_rand_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
-    return yt_rand_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_rand_ex(size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-error_rand_499(yt_tensor *const *inputs, void *ctx)
+error_rand_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
-    return yt_rand_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
+    return yt_rand_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-call_randn_500(yt_tensor *const *inputs, void *ctx)
+call_randn_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2, 3};
-    return yt_randn_ex(size, 2, YT_DTYPE_NONE, YT_DEVICE_NONE);
+    return yt_randn_ex(size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-error_randn_501(yt_tensor *const *inputs, void *ctx)
+error_randn_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
     static const int64_t size[] = {2};
-    return yt_randn_ex(size, 1, YT_DTYPE_I64, YT_DEVICE_NONE);
+    return yt_randn_ex(size, 1, NULL, YT_DTYPE_I64, YT_DEVICE_NONE);
 }
 
 static yt_tensor *
-call_sum_to_502(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1663(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_rand_like_1664(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randn_like_1665(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randn_like_1666(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
+}
+
+static yt_tensor *
+call_randint_1667(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_randint_ex(10, size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randint_1668(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {0};
+    return yt_randint_ex(10, size, 1, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randint_low_1669(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    static const int64_t size[] = {3, 4};
+    return yt_randint_low_ex(-5, 5, size, 2, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randperm_1670(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_randperm_ex(10, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_randperm_1671(yt_tensor *const *inputs, void *ctx)
+{
+    (void)inputs; /* a factory: no tensor inputs */
+    (void)ctx;
+    return yt_randperm_ex(0, NULL, YT_DTYPE_NONE, YT_DEVICE_NONE);
+}
+
+static yt_tensor *
+call_bernoulli_p_1672(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_1673(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.25, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_bernoulli_p_1674(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_1675(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.75, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_bernoulli_p_1676(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
+}
+
+static yt_tensor *
+inplace_bernoulli_p_1677(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_bernoulli_p_ex_(copy, 0.5, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_1678(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
+}
+
+static yt_tensor *
+inplace_normal_1679(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 1.0, 2.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_1680(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_normal_1681(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_normal_1682(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_normal_1683(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_normal_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_normal_1684(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
+}
+
+static yt_tensor *
+call_uniform_1685(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
+}
+
+static yt_tensor *
+inplace_uniform_1686(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, -1.0, 3.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_uniform_1687(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_uniform_1688(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+call_uniform_1689(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
+}
+
+static yt_tensor *
+inplace_uniform_1690(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    yt_tensor *copy = yt_clone(inputs[0]);
+    if (copy != NULL && yt_uniform_ex_(copy, 0.0, 1.0, NULL) != YT_OK) {
+        yt_release(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+static yt_tensor *
+error_uniform_1691(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
+}
+
+static yt_tensor *
+call_sum_to_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -4477,7 +15226,7 @@ call_sum_to_502(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_503(yt_tensor *const *inputs, void *ctx)
+call_sum_to_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -4485,7 +15234,7 @@ call_sum_to_503(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_504(yt_tensor *const *inputs, void *ctx)
+error_sum_to_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -5114,818 +15863,3314 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 0",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_157,
-        .call_inplace = inplace_exp_158,
-        .call_out = out_exp_159,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_160,
-        .call_inplace = inplace_exp_161,
-        .call_out = out_exp_162,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_exp_163,
-        .call_inplace = inplace_exp_164,
-        .call_out = out_exp_165,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "exp",
-        .where = "ops.yaml:114 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_exp_166,
-        .call_inplace = inplace_exp_167,
-        .call_out = out_exp_168,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_169,
-        .call_inplace = inplace_log_170,
-        .call_out = out_log_171,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_172,
-        .call_inplace = inplace_log_173,
-        .call_out = out_log_174,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_175,
-        .call_inplace = inplace_log_176,
-        .call_out = out_log_177,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "log",
-        .where = "ops.yaml:122 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_178,
-        .call_inplace = inplace_log_179,
-        .call_out = out_log_180,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_181,
-        .call_inplace = inplace_sqrt_182,
-        .call_out = out_sqrt_183,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_184,
-        .call_inplace = inplace_sqrt_185,
-        .call_out = out_sqrt_186,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sqrt_187,
-        .call_inplace = inplace_sqrt_188,
-        .call_out = out_sqrt_189,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "sqrt",
-        .where = "ops.yaml:131 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sqrt_190,
-        .call_inplace = inplace_sqrt_191,
-        .call_out = out_sqrt_192,
-        .differentiable = true,
-        .domain = "positive",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_193,
-        .call_inplace = inplace_relu_194,
-        .call_out = out_relu_195,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_196,
-        .call_inplace = inplace_relu_197,
-        .call_out = out_relu_198,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_relu_199,
-        .call_inplace = inplace_relu_200,
-        .call_out = out_relu_201,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "relu",
-        .where = "ops.yaml:140 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_relu_202,
-        .call_inplace = inplace_relu_203,
-        .call_out = out_relu_204,
-        .differentiable = true,
-        .domain = "nonzero",
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_206,
-        .call_inplace = inplace_sigmoid_207,
-        .call_out = out_sigmoid_208,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_209,
-        .call_inplace = inplace_sigmoid_210,
-        .call_out = out_sigmoid_211,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sigmoid_212,
-        .call_inplace = inplace_sigmoid_213,
-        .call_out = out_sigmoid_214,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "sigmoid",
-        .where = "ops.yaml:148 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sigmoid_215,
-        .call_inplace = inplace_sigmoid_216,
-        .call_out = out_sigmoid_217,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_218,
-        .call_inplace = inplace_tanh_219,
-        .call_out = out_tanh_220,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_221,
-        .call_inplace = inplace_tanh_222,
-        .call_out = out_tanh_223,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_tanh_224,
-        .call_inplace = inplace_tanh_225,
-        .call_out = out_tanh_226,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "tanh",
-        .where = "ops.yaml:156 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tanh_227,
-        .call_inplace = inplace_tanh_228,
-        .call_out = out_tanh_229,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_230,
-        .call_inplace = inplace_softplus_231,
-        .call_out = out_softplus_232,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_233,
-        .call_inplace = inplace_softplus_234,
-        .call_out = out_softplus_235,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softplus_236,
-        .call_inplace = inplace_softplus_237,
-        .call_out = out_softplus_238,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "softplus",
-        .where = "ops.yaml:164 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softplus_239,
-        .call_inplace = inplace_softplus_240,
-        .call_out = out_softplus_241,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_242,
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_157,
         .call_inplace = NULL,
-        .call_out = out_clone_243,
+        .call_out = out_pow_scalar_158,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 1",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_244,
+        .inputs[0] = {.name = "exponent",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pow_scalar_159,
         .call_inplace = NULL,
-        .call_out = out_clone_245,
+        .call_out = out_pow_scalar_160,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 2",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_clone_246,
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_161,
         .call_inplace = NULL,
-        .call_out = out_clone_247,
+        .call_out = out_pow_scalar_162,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "clone",
-        .where = "ops.yaml:172 sample 3",
+        .op = "pow.Scalar",
+        .where = "ops.yaml:119 sample 3",
         .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_clone_248,
+        .inputs[0] = {.name = "exponent", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_163,
         .call_inplace = NULL,
-        .call_out = out_clone_249,
+        .call_out = out_pow_scalar_164,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 0",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_250,
+        .call = call_maximum_166,
         .call_inplace = NULL,
-        .call_out = out_eq_251,
-        .differentiable = false,
+        .call_out = out_maximum_167,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 1",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_252,
+        .call = call_maximum_168,
         .call_inplace = NULL,
-        .call_out = out_eq_253,
-        .differentiable = false,
+        .call_out = out_maximum_169,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 2",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_254,
+        .call = call_maximum_170,
         .call_inplace = NULL,
-        .call_out = out_eq_255,
-        .differentiable = false,
+        .call_out = out_maximum_171,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 3",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_256,
+        .call = call_maximum_172,
         .call_inplace = NULL,
-        .call_out = out_eq_257,
-        .differentiable = false,
+        .call_out = out_maximum_173,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Tensor",
-        .where = "ops.yaml:189 sample 4",
+        .op = "maximum",
+        .where = "ops.yaml:125 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_258,
+        .call = call_maximum_174,
         .call_inplace = NULL,
-        .call_out = out_eq_259,
-        .differentiable = false,
+        .call_out = out_maximum_175,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_261,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_262,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_263,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_264,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_eq_scalar_265,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_266,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "eq.Scalar",
-        .where = "ops.yaml:199 sample 3",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_eq_scalar_267,
-        .call_inplace = NULL,
-        .call_out = out_eq_scalar_268,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 0",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_269,
+        .call = call_minimum_177,
         .call_inplace = NULL,
-        .call_out = out_lt_270,
-        .differentiable = false,
+        .call_out = out_minimum_178,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 1",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_271,
+        .call = call_minimum_179,
         .call_inplace = NULL,
-        .call_out = out_lt_272,
-        .differentiable = false,
+        .call_out = out_minimum_180,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 2",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_273,
+        .call = call_minimum_181,
         .call_inplace = NULL,
-        .call_out = out_lt_274,
-        .differentiable = false,
+        .call_out = out_minimum_182,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 3",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_275,
+        .call = call_minimum_183,
         .call_inplace = NULL,
-        .call_out = out_lt_276,
-        .differentiable = false,
+        .call_out = out_minimum_184,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Tensor",
-        .where = "ops.yaml:208 sample 4",
+        .op = "minimum",
+        .where = "ops.yaml:134 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_277,
+        .call = call_minimum_185,
         .call_inplace = NULL,
-        .call_out = out_lt_278,
-        .differentiable = false,
+        .call_out = out_minimum_186,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 0",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_280,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_281,
-        .differentiable = false,
+        .call = call_clamp_min_188,
+        .call_inplace = inplace_clamp_min_189,
+        .call_out = out_clamp_min_190,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 1",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_282,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_283,
-        .differentiable = false,
+        .call = call_clamp_min_191,
+        .call_inplace = inplace_clamp_min_192,
+        .call_out = out_clamp_min_193,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 2",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_lt_scalar_284,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_285,
-        .differentiable = false,
+        .call = call_clamp_min_194,
+        .call_inplace = inplace_clamp_min_195,
+        .call_out = out_clamp_min_196,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "lt.Scalar",
-        .where = "ops.yaml:218 sample 3",
+        .op = "clamp_min",
+        .where = "ops.yaml:143 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_lt_scalar_286,
-        .call_inplace = NULL,
-        .call_out = out_lt_scalar_287,
-        .differentiable = false,
+        .call = call_clamp_min_197,
+        .call_inplace = inplace_clamp_min_198,
+        .call_out = out_clamp_min_199,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 0",
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_201,
+        .call_inplace = inplace_clamp_max_202,
+        .call_out = out_clamp_max_203,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_204,
+        .call_inplace = inplace_clamp_max_205,
+        .call_out = out_clamp_max_206,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_207,
+        .call_inplace = inplace_clamp_max_208,
+        .call_out = out_clamp_max_209,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max",
+        .where = "ops.yaml:151 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clamp_max_210,
+        .call_inplace = inplace_clamp_max_211,
+        .call_out = out_clamp_max_212,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_214,
+        .call_inplace = inplace_clamp_min_tensor_215,
+        .call_out = out_clamp_min_tensor_216,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_217,
+        .call_inplace = NULL,
+        .call_out = out_clamp_min_tensor_218,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_219,
+        .call_inplace = inplace_clamp_min_tensor_220,
+        .call_out = out_clamp_min_tensor_221,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_222,
+        .call_inplace = NULL,
+        .call_out = out_clamp_min_tensor_223,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .where = "ops.yaml:159 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_min_tensor_224,
+        .call_inplace = inplace_clamp_min_tensor_225,
+        .call_out = out_clamp_min_tensor_226,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_229,
+        .call_inplace = inplace_clamp_max_tensor_230,
+        .call_out = out_clamp_max_tensor_231,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_232,
+        .call_inplace = NULL,
+        .call_out = out_clamp_max_tensor_233,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_234,
+        .call_inplace = inplace_clamp_max_tensor_235,
+        .call_out = out_clamp_max_tensor_236,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_237,
+        .call_inplace = NULL,
+        .call_out = out_clamp_max_tensor_238,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .where = "ops.yaml:168 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_clamp_max_tensor_239,
+        .call_inplace = inplace_clamp_max_tensor_240,
+        .call_out = out_clamp_max_tensor_241,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_288,
-        .call_inplace = NULL,
-        .call_out = out_gt_289,
-        .differentiable = false,
-        .domain = NULL,
+        .call = call_remainder_244,
+        .call_inplace = inplace_remainder_245,
+        .call_out = out_remainder_246,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 1",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_290,
+        .call = call_remainder_247,
         .call_inplace = NULL,
-        .call_out = out_gt_291,
-        .differentiable = false,
-        .domain = NULL,
+        .call_out = out_remainder_248,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 2",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_292,
-        .call_inplace = NULL,
-        .call_out = out_gt_293,
-        .differentiable = false,
-        .domain = NULL,
+        .call = call_remainder_249,
+        .call_inplace = inplace_remainder_250,
+        .call_out = out_remainder_251,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 3",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_294,
+        .call = call_remainder_252,
         .call_inplace = NULL,
-        .call_out = out_gt_295,
-        .differentiable = false,
-        .domain = NULL,
+        .call_out = out_remainder_253,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Tensor",
-        .where = "ops.yaml:227 sample 4",
+        .op = "remainder.Tensor",
+        .where = "ops.yaml:177 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_296,
-        .call_inplace = NULL,
-        .call_out = out_gt_297,
-        .differentiable = false,
-        .domain = NULL,
+        .call = call_remainder_254,
+        .call_inplace = inplace_remainder_255,
+        .call_out = out_remainder_256,
+        .differentiable = true,
+        .domain = "nonzero",
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 0",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_299,
-        .call_inplace = NULL,
-        .call_out = out_gt_scalar_300,
-        .differentiable = false,
+        .call = call_remainder_scalar_259,
+        .call_inplace = inplace_remainder_scalar_260,
+        .call_out = out_remainder_scalar_261,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 1",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_301,
-        .call_inplace = NULL,
-        .call_out = out_gt_scalar_302,
-        .differentiable = false,
+        .call = call_remainder_scalar_262,
+        .call_inplace = inplace_remainder_scalar_263,
+        .call_out = out_remainder_scalar_264,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 2",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_gt_scalar_303,
-        .call_inplace = NULL,
-        .call_out = out_gt_scalar_304,
-        .differentiable = false,
+        .call = call_remainder_scalar_265,
+        .call_inplace = inplace_remainder_scalar_266,
+        .call_out = out_remainder_scalar_267,
+        .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "gt.Scalar",
-        .where = "ops.yaml:237 sample 3",
+        .op = "remainder.Scalar",
+        .where = "ops.yaml:187 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_gt_scalar_305,
+        .call = call_remainder_scalar_268,
+        .call_inplace = inplace_remainder_scalar_269,
+        .call_out = out_remainder_scalar_270,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_272,
+        .call_inplace = inplace_floor_divide_273,
+        .call_out = out_floor_divide_274,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_275,
         .call_inplace = NULL,
-        .call_out = out_gt_scalar_306,
+        .call_out = out_floor_divide_276,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_277,
+        .call_inplace = inplace_floor_divide_278,
+        .call_out = out_floor_divide_279,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_280,
+        .call_inplace = NULL,
+        .call_out = out_floor_divide_281,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "floor_divide",
+        .where = "ops.yaml:195 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_divide_282,
+        .call_inplace = inplace_floor_divide_283,
+        .call_out = out_floor_divide_284,
+        .differentiable = false,
+        .domain = "nonzero",
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_287,
+        .call_inplace = inplace_lerp_288,
+        .call_out = out_lerp_289,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_290,
+        .call_inplace = NULL,
+        .call_out = out_lerp_291,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_292,
+        .call_inplace = inplace_lerp_293,
+        .call_out = out_lerp_294,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_295,
+        .call_inplace = NULL,
+        .call_out = out_lerp_296,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Scalar",
+        .where = "ops.yaml:205 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_297,
+        .call_inplace = inplace_lerp_298,
+        .call_out = out_lerp_299,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_302,
+        .call_inplace = inplace_lerp_tensor_303,
+        .call_out = out_lerp_tensor_304,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_305,
+        .call_inplace = NULL,
+        .call_out = out_lerp_tensor_306,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_307,
+        .call_inplace = inplace_lerp_tensor_308,
+        .call_out = out_lerp_tensor_309,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "lerp.Tensor",
+        .where = "ops.yaml:222 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_lerp_tensor_310,
+        .call_inplace = inplace_lerp_tensor_311,
+        .call_out = out_lerp_tensor_312,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_315,
+        .call_inplace = inplace_addcmul_316,
+        .call_out = out_addcmul_317,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_318,
+        .call_inplace = NULL,
+        .call_out = out_addcmul_319,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_320,
+        .call_inplace = inplace_addcmul_321,
+        .call_out = out_addcmul_322,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcmul",
+        .where = "ops.yaml:236 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcmul_323,
+        .call_inplace = inplace_addcmul_324,
+        .call_out = out_addcmul_325,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_328,
+        .call_inplace = inplace_addcdiv_329,
+        .call_out = out_addcdiv_330,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_331,
+        .call_inplace = NULL,
+        .call_out = out_addcdiv_332,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_333,
+        .call_inplace = inplace_addcdiv_334,
+        .call_out = out_addcdiv_335,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "addcdiv",
+        .where = "ops.yaml:251 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_addcdiv_336,
+        .call_inplace = inplace_addcdiv_337,
+        .call_out = out_addcdiv_338,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_341,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_342,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_343,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_344,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pow_scalar_backward",
+        .where = "ops.yaml:257 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_pow_scalar_backward_345,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_348,
+        .call_inplace = inplace_exp_349,
+        .call_out = out_exp_350,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_351,
+        .call_inplace = inplace_exp_352,
+        .call_out = out_exp_353,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_exp_354,
+        .call_inplace = inplace_exp_355,
+        .call_out = out_exp_356,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "exp",
+        .where = "ops.yaml:269 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_exp_357,
+        .call_inplace = inplace_exp_358,
+        .call_out = out_exp_359,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_360,
+        .call_inplace = inplace_log_361,
+        .call_out = out_log_362,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_363,
+        .call_inplace = inplace_log_364,
+        .call_out = out_log_365,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_366,
+        .call_inplace = inplace_log_367,
+        .call_out = out_log_368,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log",
+        .where = "ops.yaml:277 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_369,
+        .call_inplace = inplace_log_370,
+        .call_out = out_log_371,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_372,
+        .call_inplace = inplace_sqrt_373,
+        .call_out = out_sqrt_374,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_375,
+        .call_inplace = inplace_sqrt_376,
+        .call_out = out_sqrt_377,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sqrt_378,
+        .call_inplace = inplace_sqrt_379,
+        .call_out = out_sqrt_380,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sqrt",
+        .where = "ops.yaml:286 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sqrt_381,
+        .call_inplace = inplace_sqrt_382,
+        .call_out = out_sqrt_383,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_384,
+        .call_inplace = inplace_relu_385,
+        .call_out = out_relu_386,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_387,
+        .call_inplace = inplace_relu_388,
+        .call_out = out_relu_389,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_relu_390,
+        .call_inplace = inplace_relu_391,
+        .call_out = out_relu_392,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "relu",
+        .where = "ops.yaml:295 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_relu_393,
+        .call_inplace = inplace_relu_394,
+        .call_out = out_relu_395,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_397,
+        .call_inplace = inplace_sigmoid_398,
+        .call_out = out_sigmoid_399,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_400,
+        .call_inplace = inplace_sigmoid_401,
+        .call_out = out_sigmoid_402,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sigmoid_403,
+        .call_inplace = inplace_sigmoid_404,
+        .call_out = out_sigmoid_405,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sigmoid",
+        .where = "ops.yaml:303 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sigmoid_406,
+        .call_inplace = inplace_sigmoid_407,
+        .call_out = out_sigmoid_408,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_409,
+        .call_inplace = inplace_tanh_410,
+        .call_out = out_tanh_411,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_412,
+        .call_inplace = inplace_tanh_413,
+        .call_out = out_tanh_414,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_tanh_415,
+        .call_inplace = inplace_tanh_416,
+        .call_out = out_tanh_417,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tanh",
+        .where = "ops.yaml:311 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_tanh_418,
+        .call_inplace = inplace_tanh_419,
+        .call_out = out_tanh_420,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_421,
+        .call_inplace = inplace_softplus_422,
+        .call_out = out_softplus_423,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_424,
+        .call_inplace = inplace_softplus_425,
+        .call_out = out_softplus_426,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softplus_427,
+        .call_inplace = inplace_softplus_428,
+        .call_out = out_softplus_429,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softplus",
+        .where = "ops.yaml:319 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softplus_430,
+        .call_inplace = inplace_softplus_431,
+        .call_out = out_softplus_432,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_433,
+        .call_inplace = NULL,
+        .call_out = out_clone_434,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_435,
+        .call_inplace = NULL,
+        .call_out = out_clone_436,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_clone_437,
+        .call_inplace = NULL,
+        .call_out = out_clone_438,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "clone",
+        .where = "ops.yaml:327 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_clone_439,
+        .call_inplace = NULL,
+        .call_out = out_clone_440,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_abs_441,
+        .call_inplace = inplace_abs_442,
+        .call_out = out_abs_443,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_abs_444,
+        .call_inplace = inplace_abs_445,
+        .call_out = out_abs_446,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_abs_447,
+        .call_inplace = inplace_abs_448,
+        .call_out = out_abs_449,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "abs",
+        .where = "ops.yaml:342 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_abs_450,
+        .call_inplace = inplace_abs_451,
+        .call_out = out_abs_452,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sign_454,
+        .call_inplace = inplace_sign_455,
+        .call_out = out_sign_456,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sign_457,
+        .call_inplace = inplace_sign_458,
+        .call_out = out_sign_459,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sign_460,
+        .call_inplace = inplace_sign_461,
+        .call_out = out_sign_462,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sign",
+        .where = "ops.yaml:350 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sign_463,
+        .call_inplace = inplace_sign_464,
+        .call_out = out_sign_465,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_square_466,
+        .call_inplace = inplace_square_467,
+        .call_out = out_square_468,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_square_469,
+        .call_inplace = inplace_square_470,
+        .call_out = out_square_471,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_square_472,
+        .call_inplace = inplace_square_473,
+        .call_out = out_square_474,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "square",
+        .where = "ops.yaml:357 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_square_475,
+        .call_inplace = inplace_square_476,
+        .call_out = out_square_477,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_reciprocal_479,
+        .call_inplace = inplace_reciprocal_480,
+        .call_out = out_reciprocal_481,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_reciprocal_482,
+        .call_inplace = inplace_reciprocal_483,
+        .call_out = out_reciprocal_484,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_reciprocal_485,
+        .call_inplace = inplace_reciprocal_486,
+        .call_out = out_reciprocal_487,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "reciprocal",
+        .where = "ops.yaml:364 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_reciprocal_488,
+        .call_inplace = inplace_reciprocal_489,
+        .call_out = out_reciprocal_490,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_rsqrt_491,
+        .call_inplace = inplace_rsqrt_492,
+        .call_out = out_rsqrt_493,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_rsqrt_494,
+        .call_inplace = inplace_rsqrt_495,
+        .call_out = out_rsqrt_496,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_rsqrt_497,
+        .call_inplace = inplace_rsqrt_498,
+        .call_out = out_rsqrt_499,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "rsqrt",
+        .where = "ops.yaml:373 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_rsqrt_500,
+        .call_inplace = inplace_rsqrt_501,
+        .call_out = out_rsqrt_502,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_expm1_503,
+        .call_inplace = inplace_expm1_504,
+        .call_out = out_expm1_505,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_expm1_506,
+        .call_inplace = inplace_expm1_507,
+        .call_out = out_expm1_508,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_expm1_509,
+        .call_inplace = inplace_expm1_510,
+        .call_out = out_expm1_511,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "expm1",
+        .where = "ops.yaml:382 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_expm1_512,
+        .call_inplace = inplace_expm1_513,
+        .call_out = out_expm1_514,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log1p_515,
+        .call_inplace = inplace_log1p_516,
+        .call_out = out_log1p_517,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log1p_518,
+        .call_inplace = inplace_log1p_519,
+        .call_out = out_log1p_520,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log1p_521,
+        .call_inplace = inplace_log1p_522,
+        .call_out = out_log1p_523,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log1p",
+        .where = "ops.yaml:390 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log1p_524,
+        .call_inplace = inplace_log1p_525,
+        .call_out = out_log1p_526,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log2_527,
+        .call_inplace = inplace_log2_528,
+        .call_out = out_log2_529,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log2_530,
+        .call_inplace = inplace_log2_531,
+        .call_out = out_log2_532,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log2_533,
+        .call_inplace = inplace_log2_534,
+        .call_out = out_log2_535,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "log2",
+        .where = "ops.yaml:399 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log2_536,
+        .call_inplace = inplace_log2_537,
+        .call_out = out_log2_538,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sin_539,
+        .call_inplace = inplace_sin_540,
+        .call_out = out_sin_541,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sin_542,
+        .call_inplace = inplace_sin_543,
+        .call_out = out_sin_544,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sin_545,
+        .call_inplace = inplace_sin_546,
+        .call_out = out_sin_547,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sin",
+        .where = "ops.yaml:408 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sin_548,
+        .call_inplace = inplace_sin_549,
+        .call_out = out_sin_550,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_551,
+        .call_inplace = inplace_cos_552,
+        .call_out = out_cos_553,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_554,
+        .call_inplace = inplace_cos_555,
+        .call_out = out_cos_556,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cos_557,
+        .call_inplace = inplace_cos_558,
+        .call_out = out_cos_559,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cos",
+        .where = "ops.yaml:416 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cos_560,
+        .call_inplace = inplace_cos_561,
+        .call_out = out_cos_562,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_563,
+        .call_inplace = inplace_erf_564,
+        .call_out = out_erf_565,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_566,
+        .call_inplace = inplace_erf_567,
+        .call_out = out_erf_568,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_erf_569,
+        .call_inplace = inplace_erf_570,
+        .call_out = out_erf_571,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "erf",
+        .where = "ops.yaml:424 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_erf_572,
+        .call_inplace = inplace_erf_573,
+        .call_out = out_erf_574,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_575,
+        .call_inplace = inplace_floor_576,
+        .call_out = out_floor_577,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_578,
+        .call_inplace = inplace_floor_579,
+        .call_out = out_floor_580,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_floor_581,
+        .call_inplace = inplace_floor_582,
+        .call_out = out_floor_583,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "floor",
+        .where = "ops.yaml:432 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_floor_584,
+        .call_inplace = inplace_floor_585,
+        .call_out = out_floor_586,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_588,
+        .call_inplace = inplace_ceil_589,
+        .call_out = out_ceil_590,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_591,
+        .call_inplace = inplace_ceil_592,
+        .call_out = out_ceil_593,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_ceil_594,
+        .call_inplace = inplace_ceil_595,
+        .call_out = out_ceil_596,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "ceil",
+        .where = "ops.yaml:439 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ceil_597,
+        .call_inplace = inplace_ceil_598,
+        .call_out = out_ceil_599,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_round_601,
+        .call_inplace = inplace_round_602,
+        .call_out = out_round_603,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_round_604,
+        .call_inplace = inplace_round_605,
+        .call_out = out_round_606,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_round_607,
+        .call_inplace = inplace_round_608,
+        .call_out = out_round_609,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "round",
+        .where = "ops.yaml:446 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_round_610,
+        .call_inplace = inplace_round_611,
+        .call_out = out_round_612,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_614,
+        .call_inplace = inplace_trunc_615,
+        .call_out = out_trunc_616,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_617,
+        .call_inplace = inplace_trunc_618,
+        .call_out = out_trunc_619,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_trunc_620,
+        .call_inplace = inplace_trunc_621,
+        .call_out = out_trunc_622,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "trunc",
+        .where = "ops.yaml:453 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_trunc_623,
+        .call_inplace = inplace_trunc_624,
+        .call_out = out_trunc_625,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_627,
+        .call_inplace = inplace_leaky_relu_628,
+        .call_out = out_leaky_relu_629,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_630,
+        .call_inplace = inplace_leaky_relu_631,
+        .call_out = out_leaky_relu_632,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_633,
+        .call_inplace = inplace_leaky_relu_634,
+        .call_out = out_leaky_relu_635,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu",
+        .where = "ops.yaml:460 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_leaky_relu_636,
+        .call_inplace = inplace_leaky_relu_637,
+        .call_out = out_leaky_relu_638,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_640,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_641,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_642,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_643,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .where = "ops.yaml:468 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_leaky_relu_backward_644,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_647,
+        .call_inplace = inplace_elu_648,
+        .call_out = out_elu_649,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_650,
+        .call_inplace = inplace_elu_651,
+        .call_out = out_elu_652,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_653,
+        .call_inplace = inplace_elu_654,
+        .call_out = out_elu_655,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu",
+        .where = "ops.yaml:479 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_elu_656,
+        .call_inplace = inplace_elu_657,
+        .call_out = out_elu_658,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_660,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_661,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_662,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_663,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "elu_backward",
+        .where = "ops.yaml:487 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_elu_backward_664,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "nonzero",
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_667,
+        .call_inplace = inplace_silu_668,
+        .call_out = out_silu_669,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_670,
+        .call_inplace = inplace_silu_671,
+        .call_out = out_silu_672,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_silu_673,
+        .call_inplace = inplace_silu_674,
+        .call_out = out_silu_675,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "silu",
+        .where = "ops.yaml:498 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_silu_676,
+        .call_inplace = inplace_silu_677,
+        .call_out = out_silu_678,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_680,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_681,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_isnan_682,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isnan",
+        .where = "ops.yaml:505 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isnan_683,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_684,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_685,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_isfinite_686,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "isfinite",
+        .where = "ops.yaml:514 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_isfinite_687,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_688,
+        .call_inplace = NULL,
+        .call_out = out_eq_689,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_690,
+        .call_inplace = NULL,
+        .call_out = out_eq_691,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_692,
+        .call_inplace = NULL,
+        .call_out = out_eq_693,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_694,
+        .call_inplace = NULL,
+        .call_out = out_eq_695,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Tensor",
+        .where = "ops.yaml:525 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_696,
+        .call_inplace = NULL,
+        .call_out = out_eq_697,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_699,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_700,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_701,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_702,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_eq_scalar_703,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_704,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eq.Scalar",
+        .where = "ops.yaml:535 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_eq_scalar_705,
+        .call_inplace = NULL,
+        .call_out = out_eq_scalar_706,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_707,
+        .call_inplace = NULL,
+        .call_out = out_lt_708,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_709,
+        .call_inplace = NULL,
+        .call_out = out_lt_710,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_711,
+        .call_inplace = NULL,
+        .call_out = out_lt_712,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_713,
+        .call_inplace = NULL,
+        .call_out = out_lt_714,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Tensor",
+        .where = "ops.yaml:544 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_715,
+        .call_inplace = NULL,
+        .call_out = out_lt_716,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_718,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_719,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_720,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_721,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_lt_scalar_722,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_723,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "lt.Scalar",
+        .where = "ops.yaml:554 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_lt_scalar_724,
+        .call_inplace = NULL,
+        .call_out = out_lt_scalar_725,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_726,
+        .call_inplace = NULL,
+        .call_out = out_gt_727,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_728,
+        .call_inplace = NULL,
+        .call_out = out_gt_729,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_730,
+        .call_inplace = NULL,
+        .call_out = out_gt_731,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_732,
+        .call_inplace = NULL,
+        .call_out = out_gt_733,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Tensor",
+        .where = "ops.yaml:563 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_734,
+        .call_inplace = NULL,
+        .call_out = out_gt_735,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_737,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_738,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_739,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_740,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_gt_scalar_741,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_742,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "gt.Scalar",
+        .where = "ops.yaml:573 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_gt_scalar_743,
+        .call_inplace = NULL,
+        .call_out = out_gt_scalar_744,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:254 sample 0",
+        .where = "ops.yaml:590 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_307,
+        .call = call_where_745,
         .call_inplace = NULL,
-        .call_out = out_where_308,
+        .call_out = out_where_746,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:254 sample 1",
+        .where = "ops.yaml:590 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_309,
+        .call = call_where_747,
         .call_inplace = NULL,
-        .call_out = out_where_310,
+        .call_out = out_where_748,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "where",
-        .where = "ops.yaml:254 sample 2",
+        .where = "ops.yaml:590 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_where_311,
+        .call = call_where_749,
         .call_inplace = NULL,
-        .call_out = out_where_312,
+        .call_out = out_where_750,
         .differentiable = true,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 0",
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_753,
+        .call_inplace = NULL,
+        .call_out = out_ne_754,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_755,
+        .call_inplace = NULL,
+        .call_out = out_ne_756,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_757,
+        .call_inplace = NULL,
+        .call_out = out_ne_758,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_759,
+        .call_inplace = NULL,
+        .call_out = out_ne_760,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Tensor",
+        .where = "ops.yaml:595 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_761,
+        .call_inplace = NULL,
+        .call_out = out_ne_762,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_315,
+        .call = call_ne_scalar_764,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_ne_scalar_765,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 1",
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_scalar_766,
+        .call_inplace = NULL,
+        .call_out = out_ne_scalar_767,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_ne_scalar_768,
+        .call_inplace = NULL,
+        .call_out = out_ne_scalar_769,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ne.Scalar",
+        .where = "ops.yaml:605 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_316,
+        .call = call_ne_scalar_770,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_ne_scalar_771,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 2",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_317,
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_772,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_le_773,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum",
-        .where = "ops.yaml:269 sample 3",
-        .n_inputs = 1,
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_774,
+        .call_inplace = NULL,
+        .call_out = out_le_775,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_776,
+        .call_inplace = NULL,
+        .call_out = out_le_777,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 3",
+        .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_318,
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_le_778,
         .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
+        .call_out = out_le_779,
+        .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum.dim",
-        .where = "ops.yaml:284 sample 0",
+        .op = "le.Tensor",
+        .where = "ops.yaml:614 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_le_780,
+        .call_inplace = NULL,
+        .call_out = out_le_781,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_319,
+        .call = call_le_scalar_783,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_320,
+        .call_out = out_le_scalar_784,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_le_scalar_785,
+        .call_inplace = NULL,
+        .call_out = out_le_scalar_786,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_le_scalar_787,
+        .call_inplace = NULL,
+        .call_out = out_le_scalar_788,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "le.Scalar",
+        .where = "ops.yaml:624 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_le_scalar_789,
+        .call_inplace = NULL,
+        .call_out = out_le_scalar_790,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_791,
+        .call_inplace = NULL,
+        .call_out = out_ge_792,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_793,
+        .call_inplace = NULL,
+        .call_out = out_ge_794,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_795,
+        .call_inplace = NULL,
+        .call_out = out_ge_796,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_797,
+        .call_inplace = NULL,
+        .call_out = out_ge_798,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Tensor",
+        .where = "ops.yaml:633 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_799,
+        .call_inplace = NULL,
+        .call_out = out_ge_800,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_scalar_802,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_803,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_scalar_804,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_805,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_ge_scalar_806,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_807,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ge.Scalar",
+        .where = "ops.yaml:643 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ge_scalar_808,
+        .call_inplace = NULL,
+        .call_out = out_ge_scalar_809,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_810,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_811,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_812,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_813,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_814,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_815,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_816,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_817,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_and",
+        .where = "ops.yaml:652 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_and_818,
+        .call_inplace = NULL,
+        .call_out = out_logical_and_819,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_821,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_822,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_823,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_824,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_825,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_826,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_827,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_828,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_or",
+        .where = "ops.yaml:662 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_or_829,
+        .call_inplace = NULL,
+        .call_out = out_logical_or_830,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_832,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_833,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_834,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_835,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_836,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_837,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_838,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_839,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_xor",
+        .where = "ops.yaml:672 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_xor_840,
+        .call_inplace = NULL,
+        .call_out = out_logical_xor_841,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_not_843,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_844,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_not_845,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_846,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_logical_not_847,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_848,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logical_not",
+        .where = "ops.yaml:682 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logical_not_849,
+        .call_inplace = NULL,
+        .call_out = out_logical_not_850,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_851,
+        .call_inplace = inplace_masked_fill_852,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_853,
+        .call_inplace = inplace_masked_fill_854,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_855,
+        .call_inplace = inplace_masked_fill_856,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .where = "ops.yaml:698 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_fill_857,
+        .call_inplace = inplace_masked_fill_858,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:715 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_masked_fill_tensor_861,
+        .call_inplace = inplace_masked_fill_tensor_862,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:715 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_masked_fill_tensor_863,
+        .call_inplace = inplace_masked_fill_tensor_864,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .where = "ops.yaml:715 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_masked_fill_tensor_865,
+        .call_inplace = inplace_masked_fill_tensor_866,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_870,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sum_871,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_872,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum",
+        .where = "ops.yaml:730 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_873,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:284 sample 1",
+        .where = "ops.yaml:745 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_dim_874,
+        .call_inplace = NULL,
+        .call_out = out_sum_dim_875,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sum.dim",
+        .where = "ops.yaml:745 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_321,
+        .call = call_sum_dim_876,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_322,
+        .call_out = out_sum_dim_877,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:284 sample 2",
+        .where = "ops.yaml:745 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sum_dim_323,
+        .call = call_sum_dim_878,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_324,
+        .call_out = out_sum_dim_879,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:284 sample 3",
+        .where = "ops.yaml:745 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_dim_325,
+        .call = call_sum_dim_880,
         .call_inplace = NULL,
-        .call_out = out_sum_dim_326,
+        .call_out = out_sum_dim_881,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean",
-        .where = "ops.yaml:298 sample 0",
+        .where = "ops.yaml:759 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_328,
+        .call = call_mean_883,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5933,11 +19178,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:298 sample 1",
+        .where = "ops.yaml:759 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mean_329,
+        .call = call_mean_884,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5945,10 +19190,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:298 sample 2",
+        .where = "ops.yaml:759 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_330,
+        .call = call_mean_885,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5956,116 +19201,970 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:312 sample 0",
+        .where = "ops.yaml:773 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_332,
+        .call = call_mean_dim_887,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_333,
+        .call_out = out_mean_dim_888,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:312 sample 1",
+        .where = "ops.yaml:773 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mean_dim_334,
+        .call = call_mean_dim_889,
         .call_inplace = NULL,
-        .call_out = out_mean_dim_335,
+        .call_out = out_mean_dim_890,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:324 sample 0",
+        .where = "ops.yaml:785 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_338,
+        .call = call_amax_893,
         .call_inplace = NULL,
-        .call_out = out_amax_339,
+        .call_out = out_amax_894,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:324 sample 1",
+        .where = "ops.yaml:785 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_340,
+        .call = call_amax_895,
         .call_inplace = NULL,
-        .call_out = out_amax_341,
+        .call_out = out_amax_896,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "amax",
-        .where = "ops.yaml:324 sample 2",
+        .where = "ops.yaml:785 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_amax_342,
+        .call = call_amax_897,
         .call_inplace = NULL,
-        .call_out = out_amax_343,
+        .call_out = out_amax_898,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_900,
+        .call_inplace = NULL,
+        .call_out = out_amin_901,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_902,
+        .call_inplace = NULL,
+        .call_out = out_amin_903,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_amin_904,
+        .call_inplace = NULL,
+        .call_out = out_amin_905,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_906,
+        .call_inplace = NULL,
+        .call_out = out_amin_907,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "amin",
+        .where = "ops.yaml:798 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_amin_908,
+        .call_inplace = NULL,
+        .call_out = out_amin_909,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_911,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_912,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max",
+        .where = "ops.yaml:812 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_913,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_914,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_915,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min",
+        .where = "ops.yaml:824 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_916,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_917,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_918,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_919,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_920,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_921,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_922,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_923,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_924,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_values_925,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_926,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_max_dim_indices_927,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_928,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_929,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_930,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_931,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_932,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_values_933,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_values_934,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max.dim",
+        .where = "ops.yaml:838 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_max_dim_indices_935,
+        .call_inplace = NULL,
+        .call_out = out_max_dim_indices_936,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_938,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_939,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_940,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_941,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_942,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_943,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_944,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_945,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_values_946,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_947,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_min_dim_indices_948,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_949,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_values_950,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_values_951,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "min.dim",
+        .where = "ops.yaml:854 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_min_dim_indices_952,
+        .call_inplace = NULL,
+        .call_out = out_min_dim_indices_953,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_955,
+        .call_inplace = NULL,
+        .call_out = out_argmax_956,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_957,
+        .call_inplace = NULL,
+        .call_out = out_argmax_958,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmax_959,
+        .call_inplace = NULL,
+        .call_out = out_argmax_960,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_961,
+        .call_inplace = NULL,
+        .call_out = out_argmax_962,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmax",
+        .where = "ops.yaml:868 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argmax_963,
+        .call_inplace = NULL,
+        .call_out = out_argmax_964,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_966,
+        .call_inplace = NULL,
+        .call_out = out_argmin_967,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_968,
+        .call_inplace = NULL,
+        .call_out = out_argmin_969,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argmin_970,
+        .call_inplace = NULL,
+        .call_out = out_argmin_971,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argmin",
+        .where = "ops.yaml:883 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_argmin_972,
+        .call_inplace = NULL,
+        .call_out = out_argmin_973,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_975,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_976,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_977,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod",
+        .where = "ops.yaml:897 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_978,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_979,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_980,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_981,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_982,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_prod_dim_int_983,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_984,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "prod.dim_int",
+        .where = "ops.yaml:912 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_prod_dim_int_985,
+        .call_inplace = NULL,
+        .call_out = out_prod_dim_int_986,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:926 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_988,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all",
+        .where = "ops.yaml:926 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_all_989,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_990,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_991,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_all_dim_992,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_993,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "all.dim",
+        .where = "ops.yaml:939 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_all_dim_994,
+        .call_inplace = NULL,
+        .call_out = out_all_dim_995,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:952 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_997,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any",
+        .where = "ops.yaml:952 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_any_998,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_999,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1000,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_any_dim_1001,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1002,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "any.dim",
+        .where = "ops.yaml:965 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_any_dim_1003,
+        .call_inplace = NULL,
+        .call_out = out_any_dim_1004,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1006,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1007,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1008,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1009,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_cumsum_1010,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1011,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1012,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1013,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum",
+        .where = "ops.yaml:978 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_1014,
+        .call_inplace = NULL,
+        .call_out = out_cumsum_1015,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1017,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1018,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_logsumexp_1019,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "logsumexp",
+        .where = "ops.yaml:992 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_logsumexp_1020,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1023,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1024,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_var_1025,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "var.correction",
+        .where = "ops.yaml:1005 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_var_1026,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1029,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_std_1030,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "std.correction",
+        .where = "ops.yaml:1019 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_std_1031,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1034,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1035,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_linalg_vector_norm_1036,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "linalg_vector_norm",
+        .where = "ops.yaml:1037 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linalg_vector_norm_1037,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 0",
+        .where = "ops.yaml:1103 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_345,
+        .call = call_mm_1041,
         .call_inplace = NULL,
-        .call_out = out_mm_346,
+        .call_out = out_mm_1042,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 1",
+        .where = "ops.yaml:1103 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_347,
+        .call = call_mm_1043,
         .call_inplace = NULL,
-        .call_out = out_mm_348,
+        .call_out = out_mm_1044,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 2",
+        .where = "ops.yaml:1103 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_349,
+        .call = call_mm_1045,
         .call_inplace = NULL,
-        .call_out = out_mm_350,
+        .call_out = out_mm_1046,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:346 sample 3",
+        .where = "ops.yaml:1103 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_351,
+        .call = call_mm_1047,
         .call_inplace = NULL,
-        .call_out = out_mm_352,
+        .call_out = out_mm_1048,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 0",
+        .where = "ops.yaml:1121 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_357,
+        .call = call_matmul_1053,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6073,11 +20172,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 1",
+        .where = "ops.yaml:1121 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_358,
+        .call = call_matmul_1054,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6085,11 +20184,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 2",
+        .where = "ops.yaml:1121 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_359,
+        .call = call_matmul_1055,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6097,11 +20196,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 3",
+        .where = "ops.yaml:1121 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_360,
+        .call = call_matmul_1056,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6109,11 +20208,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 4",
+        .where = "ops.yaml:1121 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_361,
+        .call = call_matmul_1057,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6121,11 +20220,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 5",
+        .where = "ops.yaml:1121 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_362,
+        .call = call_matmul_1058,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6133,7 +20232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 6",
+        .where = "ops.yaml:1121 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -6141,7 +20240,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 4, 3},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_363,
+        .call = call_matmul_1059,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6149,11 +20248,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 7",
+        .where = "ops.yaml:1121 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_364,
+        .call = call_matmul_1060,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6161,11 +20260,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 8",
+        .where = "ops.yaml:1121 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_365,
+        .call = call_matmul_1061,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6173,7 +20272,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 9",
+        .where = "ops.yaml:1121 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -6181,7 +20280,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 2, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_matmul_366,
+        .call = call_matmul_1062,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6189,11 +20288,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:364 sample 10",
+        .where = "ops.yaml:1121 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_367,
+        .call = call_matmul_1063,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6201,19 +20300,19 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 0",
+        .where = "ops.yaml:1151 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_371,
+        .call = call_bmm_1067,
         .call_inplace = NULL,
-        .call_out = out_bmm_372,
+        .call_out = out_bmm_1068,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 1",
+        .where = "ops.yaml:1151 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -6225,119 +20324,119 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_373,
+        .call = call_bmm_1069,
         .call_inplace = NULL,
-        .call_out = out_bmm_374,
+        .call_out = out_bmm_1070,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 2",
+        .where = "ops.yaml:1151 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_375,
+        .call = call_bmm_1071,
         .call_inplace = NULL,
-        .call_out = out_bmm_376,
+        .call_out = out_bmm_1072,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:394 sample 3",
+        .where = "ops.yaml:1151 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_377,
+        .call = call_bmm_1073,
         .call_inplace = NULL,
-        .call_out = out_bmm_378,
+        .call_out = out_bmm_1074,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 0",
+        .where = "ops.yaml:1178 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_384,
+        .call = call_addmm_1080,
         .call_inplace = NULL,
-        .call_out = out_addmm_385,
+        .call_out = out_addmm_1081,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 1",
+        .where = "ops.yaml:1178 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_386,
+        .call = call_addmm_1082,
         .call_inplace = NULL,
-        .call_out = out_addmm_387,
+        .call_out = out_addmm_1083,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 2",
+        .where = "ops.yaml:1178 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_388,
+        .call = call_addmm_1084,
         .call_inplace = NULL,
-        .call_out = out_addmm_389,
+        .call_out = out_addmm_1085,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 3",
+        .where = "ops.yaml:1178 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_390,
+        .call = call_addmm_1086,
         .call_inplace = NULL,
-        .call_out = out_addmm_391,
+        .call_out = out_addmm_1087,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:421 sample 4",
+        .where = "ops.yaml:1178 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_392,
+        .call = call_addmm_1088,
         .call_inplace = NULL,
-        .call_out = out_addmm_393,
+        .call_out = out_addmm_1089,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 0",
+        .where = "ops.yaml:1210 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_401,
+        .call = call_baddbmm_1097,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_402,
+        .call_out = out_baddbmm_1098,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 1",
+        .where = "ops.yaml:1210 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -6346,15 +20445,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_403,
+        .call = call_baddbmm_1099,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_404,
+        .call_out = out_baddbmm_1100,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 2",
+        .where = "ops.yaml:1210 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -6363,45 +20462,45 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_405,
+        .call = call_baddbmm_1101,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_406,
+        .call_out = out_baddbmm_1102,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 3",
+        .where = "ops.yaml:1210 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_407,
+        .call = call_baddbmm_1103,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_408,
+        .call_out = out_baddbmm_1104,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:453 sample 4",
+        .where = "ops.yaml:1210 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_409,
+        .call = call_baddbmm_1105,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_410,
+        .call_out = out_baddbmm_1106,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:474 sample 0",
+        .where = "ops.yaml:1231 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_420,
+        .call = call_dot_1116,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6409,11 +20508,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:474 sample 1",
+        .where = "ops.yaml:1231 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_421,
+        .call = call_dot_1117,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6421,11 +20520,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:474 sample 2",
+        .where = "ops.yaml:1231 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_422,
+        .call = call_dot_1118,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6433,11 +20532,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:491 sample 0",
+        .where = "ops.yaml:1248 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_427,
+        .call = call_outer_1123,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6445,11 +20544,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:491 sample 1",
+        .where = "ops.yaml:1248 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_428,
+        .call = call_outer_1124,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6457,11 +20556,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:491 sample 2",
+        .where = "ops.yaml:1248 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_429,
+        .call = call_outer_1125,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6469,13 +20568,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 0",
+        .where = "ops.yaml:1267 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_433,
+        .call = call_linear_1129,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6483,13 +20582,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 1",
+        .where = "ops.yaml:1267 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_434,
+        .call = call_linear_1130,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6497,11 +20596,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 2",
+        .where = "ops.yaml:1267 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_435,
+        .call = call_linear_1131,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6509,13 +20608,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 3",
+        .where = "ops.yaml:1267 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_436,
+        .call = call_linear_1132,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6523,14 +20622,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 4",
+        .where = "ops.yaml:1267 sample 4",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_437,
+        .call = call_linear_1133,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6538,13 +20637,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 5",
+        .where = "ops.yaml:1267 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_438,
+        .call = call_linear_1134,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6552,12 +20651,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 6",
+        .where = "ops.yaml:1267 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_linear_439,
+        .call = call_linear_1135,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6565,11 +20664,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 7",
+        .where = "ops.yaml:1267 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_440,
+        .call = call_linear_1136,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6577,11 +20676,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 8",
+        .where = "ops.yaml:1267 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_441,
+        .call = call_linear_1137,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6589,13 +20688,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:510 sample 9",
+        .where = "ops.yaml:1267 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_442,
+        .call = call_linear_1138,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6603,12 +20702,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:536 sample 0",
+        .where = "ops.yaml:1293 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_447,
+        .call = call_mm_mat1_backward_1143,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6616,14 +20715,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:536 sample 1",
+        .where = "ops.yaml:1293 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_448,
+        .call = call_mm_mat1_backward_1144,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6631,12 +20730,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:536 sample 2",
+        .where = "ops.yaml:1293 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_449,
+        .call = call_mm_mat1_backward_1145,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6644,13 +20743,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:536 sample 3",
+        .where = "ops.yaml:1293 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_450,
+        .call = call_mm_mat1_backward_1146,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6658,12 +20757,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:557 sample 0",
+        .where = "ops.yaml:1314 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_455,
+        .call = call_mm_mat2_backward_1151,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6671,14 +20770,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:557 sample 1",
+        .where = "ops.yaml:1314 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_456,
+        .call = call_mm_mat2_backward_1152,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6686,13 +20785,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:557 sample 2",
+        .where = "ops.yaml:1314 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_457,
+        .call = call_mm_mat2_backward_1153,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6700,12 +20799,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:557 sample 3",
+        .where = "ops.yaml:1314 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_458,
+        .call = call_mm_mat2_backward_1154,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6713,10 +20812,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:575 sample 0",
+        .where = "ops.yaml:1332 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_463,
+        .call = call_t_1159,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6724,10 +20823,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:575 sample 1",
+        .where = "ops.yaml:1332 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_464,
+        .call = call_t_1160,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6735,10 +20834,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:586 sample 0",
+        .where = "ops.yaml:1343 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_466,
+        .call = call_transpose_1162,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6746,10 +20845,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:586 sample 1",
+        .where = "ops.yaml:1343 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_467,
+        .call = call_transpose_1163,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6757,10 +20856,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:600 sample 0",
+        .where = "ops.yaml:1357 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_470,
+        .call = call_permute_1166,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6768,10 +20867,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:609 sample 0",
+        .where = "ops.yaml:1366 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_473,
+        .call = call_view_1169,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6779,10 +20878,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:609 sample 1",
+        .where = "ops.yaml:1366 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_474,
+        .call = call_view_1170,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6790,10 +20889,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:619 sample 0",
+        .where = "ops.yaml:1376 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_475,
+        .call = call_reshape_1171,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6801,11 +20900,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:619 sample 1",
+        .where = "ops.yaml:1376 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_476,
+        .call = call_reshape_1172,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6813,10 +20912,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:629 sample 0",
+        .where = "ops.yaml:1386 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_477,
+        .call = call_expand_1173,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6824,10 +20923,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:629 sample 1",
+        .where = "ops.yaml:1386 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_478,
+        .call = call_expand_1174,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6835,10 +20934,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:639 sample 0",
+        .where = "ops.yaml:1396 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_479,
+        .call = call_squeeze_1175,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6846,10 +20945,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:649 sample 0",
+        .where = "ops.yaml:1406 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_480,
+        .call = call_squeeze_dim_1176,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6857,10 +20956,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:649 sample 1",
+        .where = "ops.yaml:1406 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_481,
+        .call = call_squeeze_dim_1177,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6868,10 +20967,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:660 sample 0",
+        .where = "ops.yaml:1417 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_483,
+        .call = call_unsqueeze_1179,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6879,10 +20978,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:660 sample 1",
+        .where = "ops.yaml:1417 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_484,
+        .call = call_unsqueeze_1180,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6890,10 +20989,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:674 sample 0",
+        .where = "ops.yaml:1431 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_486,
+        .call = call_slice_1182,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6901,10 +21000,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:674 sample 1",
+        .where = "ops.yaml:1431 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_487,
+        .call = call_slice_1183,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6912,10 +21011,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:685 sample 0",
+        .where = "ops.yaml:1442 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_490,
+        .call = call_select_1186,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6923,10 +21022,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:685 sample 1",
+        .where = "ops.yaml:1442 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_491,
+        .call = call_select_1187,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -6934,11 +21033,3591 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:695 sample 0",
+        .where = "ops.yaml:1452 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_493,
+        .call = call_contiguous_1189,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1465 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1190,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1465 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1191,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1465 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flatten_1192,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1465 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1193,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flatten.using_ints",
+        .where = "ops.yaml:1465 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flatten_1194,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1484 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1198,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1484 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1199,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1484 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unflatten_1200,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "unflatten.int",
+        .where = "ops.yaml:1484 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unflatten_1201,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1496 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1205,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1496 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1206,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1496 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_broadcast_to_1207,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "broadcast_to",
+        .where = "ops.yaml:1496 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_broadcast_to_1208,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1514 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1209,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1514 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1210,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1514 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_narrow_1211,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "narrow",
+        .where = "ops.yaml:1514 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_narrow_1212,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1529 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1216,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1529 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1217,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1529 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_repeat_1218,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1529 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1219,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1529 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1220,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "repeat",
+        .where = "ops.yaml:1529 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_repeat_1221,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1544 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1223,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1544 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1224,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1544 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_flip_1225,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1544 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1226,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "flip",
+        .where = "ops.yaml:1544 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_flip_1227,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1561 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1229,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1561 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1230,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1561 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1231,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1561 sample 3",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_roll_1232,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "roll",
+        .where = "ops.yaml:1561 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_roll_1233,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1585 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1236,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1585 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1237,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1585 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_tril_1238,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1585 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1239,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "tril",
+        .where = "ops.yaml:1585 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_tril_1240,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1601 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1242,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1601 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1243,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1601 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_triu_1244,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1601 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1245,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "triu",
+        .where = "ops.yaml:1601 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_triu_1246,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1248,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1249,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_pad_1250,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1251,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1252,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1253,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 6",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1254,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1615 sample 7",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pad_1255,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1635 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1257,
+        .call_inplace = NULL,
+        .call_out = out_cat_1258,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1635 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1259,
+        .call_inplace = NULL,
+        .call_out = out_cat_1260,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1635 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1261,
+        .call_inplace = NULL,
+        .call_out = out_cat_1262,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1635 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cat_1263,
+        .call_inplace = NULL,
+        .call_out = out_cat_1264,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cat",
+        .where = "ops.yaml:1635 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = call_cat_1265,
+        .call_inplace = NULL,
+        .call_out = out_cat_1266,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1656 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1267,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1656 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1268,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1656 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1269,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1656 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1270,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "stack",
+        .where = "ops.yaml:1656 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_stack_1271,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1670 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1272,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1670 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1274,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1670 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_split_1276,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "split.Tensor",
+        .where = "ops.yaml:1670 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_split_1278,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1683 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1280,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1683 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1282,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1683 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_chunk_1284,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "chunk",
+        .where = "ops.yaml:1683 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_chunk_1286,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1696 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1288,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1696 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1290,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1696 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_unbind_1292,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "unbind.int",
+        .where = "ops.yaml:1696 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_unbind_1294,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1713 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_1296,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1297,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1713 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_index_select_1298,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1299,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1713 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
+        .call = call_index_select_1300,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1301,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1713 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_index_select_1302,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1303,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1713 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_index_select_1304,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1305,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_select",
+        .where = "ops.yaml:1713 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_index_select_1306,
+        .call_inplace = NULL,
+        .call_out = out_index_select_1307,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1737 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1310,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1311,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1737 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1312,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1313,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1737 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] =
+            {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_index_add_1314,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1315,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1737 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1316,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1317,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_add",
+        .where = "ops.yaml:1737 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_add_1318,
+        .call_inplace = NULL,
+        .call_out = out_index_add_1319,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1752 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1322,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1323,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1752 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1324,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1325,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "index_copy",
+        .where = "ops.yaml:1752 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_copy_1326,
+        .call_inplace = NULL,
+        .call_out = out_index_copy_1327,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1765 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_1330,
+        .call_inplace = NULL,
+        .call_out = out_gather_1331,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1765 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_gather_1332,
+        .call_inplace = NULL,
+        .call_out = out_gather_1333,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1765 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_gather_1334,
+        .call_inplace = NULL,
+        .call_out = out_gather_1335,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1765 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
+        .call = call_gather_1336,
+        .call_inplace = NULL,
+        .call_out = out_gather_1337,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "gather",
+        .where = "ops.yaml:1765 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .call = call_gather_1338,
+        .call_inplace = NULL,
+        .call_out = out_gather_1339,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1788 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1342,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1343,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1788 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1344,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1345,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1788 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1346,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1347,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.src",
+        .where = "ops.yaml:1788 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_1348,
+        .call_inplace = NULL,
+        .call_out = out_scatter_1349,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1809 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_scatter_value_1352,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1353,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1809 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_scatter_value_1354,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1355,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter.value",
+        .where = "ops.yaml:1809 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .call = call_scatter_value_1356,
+        .call_inplace = NULL,
+        .call_out = out_scatter_value_1357,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1822 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1360,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1361,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1822 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1362,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1363,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1822 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] =
+            {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_scatter_add_1364,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1365,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1822 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1366,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1367,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "scatter_add",
+        .where = "ops.yaml:1822 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
+        .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_scatter_add_1368,
+        .call_inplace = NULL,
+        .call_out = out_scatter_add_1369,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1841 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_1372,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1841 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 2},
+                      .dtype = YT_DTYPE_I32,
+                      .transpose = true,
+                      .high = 6},
+        .call = call_embedding_1373,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1841 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_embedding_1374,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding",
+        .where = "ops.yaml:1841 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_1375,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:1855 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = call_embedding_dense_backward_1379,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "embedding_dense_backward",
+        .where = "ops.yaml:1855 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_embedding_dense_backward_1380,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1882 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
+        .call = call_one_hot_1382,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1882 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1383,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1882 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_one_hot_1384,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "one_hot",
+        .where = "ops.yaml:1882 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
+        .call = call_one_hot_1385,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1894 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1387,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1894 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
+        .call = call_nonzero_1388,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1894 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_nonzero_1389,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nonzero",
+        .where = "ops.yaml:1894 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
+        .call = call_nonzero_1390,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1907 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1391,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1907 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1392,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1907 sample 2",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1393,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1907 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1394,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "masked_select",
+        .where = "ops.yaml:1907 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
+        .call = call_masked_select_1395,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1922 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1398,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1922 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1399,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1922 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_argsort_1400,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1922 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1401,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "argsort",
+        .where = "ops.yaml:1922 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_argsort_1402,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1936 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {5},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .call = call_index_1403,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1936 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_1404,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1936 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 2,
+                      .optional = true},
+        .call = call_index_1405,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1936 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .call = call_index_1406,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1936 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
+        .call = call_index_1407,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index.Tensor",
+        .where = "ops.yaml:1936 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .call = call_index_1408,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1951 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1409,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1951 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {2, 2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1410,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1951 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 4,
+                      .optional = true},
+        .inputs[2] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {1},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1411,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1951 sample 3",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "indices",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_BOOL,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1412,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "index_put",
+        .where = "ops.yaml:1951 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices",
+                      .dim = 1,
+                      .sizes = {2},
+                      .dtype = YT_DTYPE_I64,
+                      .high = 3,
+                      .optional = true},
+        .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_index_put_1413,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1414,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1415,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1416,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1417,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_values_1418,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_indices_1419,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1420,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1421,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_values_1422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort",
+        .where = "ops.yaml:1966 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_indices_1423,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1982 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_values_1424,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1982 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_sort_stable_indices_1425,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1982 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_values_1426,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "sort.stable",
+        .where = "ops.yaml:1982 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_sort_stable_indices_1427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1430,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_values_1432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_topk_indices_1433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1434,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1435,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 4 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_values_1436,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "topk",
+        .where = "ops.yaml:1996 sample 4 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_topk_indices_1437,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2018 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1438,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2018 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1439,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2018 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_avg_pool2d_1440,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d",
+        .where = "ops.yaml:2018 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_1441,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2037 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1445,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2037 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1446,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2037 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_adaptive_avg_pool2d_1447,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .where = "ops.yaml:2037 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_1448,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2052 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1452,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .where = "ops.yaml:2052 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_avg_pool2d_backward_1453,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .where = "ops.yaml:2065 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_adaptive_avg_pool2d_backward_1455,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2112 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1457,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2112 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1458,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2112 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1459,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2112 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight",
+                      .dim = 4,
+                      .sizes = {3, 2, 2, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1460,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2112 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_1461,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d",
+        .where = "ops.yaml:2112 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_1462,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2134 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1467,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2134 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1468,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d.padding",
+        .where = "ops.yaml:2134 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv2d_padding_1469,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2154 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1474,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2154 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1475,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d",
+        .where = "ops.yaml:2154 sample 2",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_1476,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv1d.padding",
+        .where = "ops.yaml:2173 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv1d_padding_1481,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2191 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1486,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2191 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1487,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2191 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input",
+                      .dim = 3,
+                      .sizes = {3, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_conv_transpose2d_1488,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .where = "ops.yaml:2191 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv_transpose2d_1489,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:2207 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_1494,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_input",
+        .where = "ops.yaml:2207 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_input_1495,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:2220 sample 0",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_1497,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .where = "ops.yaml:2220 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_weight_1498,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:2234 sample 0",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_1500,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .where = "ops.yaml:2234 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_conv2d_backward_bias_1501,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 0 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1504,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 0 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1505,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 1 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1506,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 1 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1507,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 2 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_values_1508,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 2 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_with_indices_indices_1509,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 3 result values",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_values_1510,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .where = "ops.yaml:2252 sample 3 result indices",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_with_indices_indices_1511,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2270 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1515,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2270 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
+        .call = call_max_pool2d_1516,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "max_pool2d",
+        .where = "ops.yaml:2270 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 4,
+                      .sizes = {1, 2, 5, 6},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_max_pool2d_1517,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2293 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1521,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2293 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1522,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2293 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_softmax_1523,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2293 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1524,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax.int",
+        .where = "ops.yaml:2293 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_1525,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2311 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1529,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2311 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1530,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2311 sample 2",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_log_softmax_1531,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2311 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1532,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax.int",
+        .where = "ops.yaml:2311 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_1533,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2329 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1537,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2329 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1538,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "softmax_backward_data",
+        .where = "ops.yaml:2329 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_softmax_backward_data_1539,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2346 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1543,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2346 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1544,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .where = "ops.yaml:2346 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_log_softmax_backward_data_1545,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2385 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1549,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2385 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_dropout_1550,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2385 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1551,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2385 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1552,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dropout",
+        .where = "ops.yaml:2385 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dropout_1553,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:2399 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1555,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:2399 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1556,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:2399 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1557,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:2399 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1558,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mse_loss",
+        .where = "ops.yaml:2399 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_mse_loss_1559,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:2414 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1562,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:2414 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1563,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:2414 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1564,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:2414 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1565,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "l1_loss",
+        .where = "ops.yaml:2414 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_l1_loss_1566,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:2429 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1569,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:2429 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1570,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:2429 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1571,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:2429 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1572,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:2429 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1573,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "smooth_l1_loss",
+        .where = "ops.yaml:2429 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_smooth_l1_loss_1574,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:2445 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1577,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:2445 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1578,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:2445 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1579,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:2445 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1580,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "huber_loss",
+        .where = "ops.yaml:2445 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_huber_loss_1581,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:2461 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1584,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:2461 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1585,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:2461 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1586,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:2461 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_1587,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:2461 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1588,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .where = "ops.yaml:2461 sample 5",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_1589,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "unit",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:2477 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1592,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:2477 sample 1",
+        .n_inputs = 3,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1593,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:2477 sample 2",
+        .n_inputs = 4,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[3] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1594,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:2477 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1595,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:2477 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "pos_weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_binary_cross_entropy_with_logits_1596,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .where = "ops.yaml:2477 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_binary_cross_entropy_with_logits_1597,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:2500 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1600,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:2500 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_1601,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:2500 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_1602,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:2500 sample 3",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1603,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:2500 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_nll_loss_1604,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "nll_loss",
+        .where = "ops.yaml:2500 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_nll_loss_1605,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1610,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1611,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1612,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1613,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1614,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1615,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1616,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1617,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 8",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1618,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1619,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1620,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:2523 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1621,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:2548 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1626,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:2548 sample 1",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1627,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:2548 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1628,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:2548 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1629,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_index",
+        .where = "ops.yaml:2548 sample 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_index_1630,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = "positive",
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:2574 sample 0",
+        .n_inputs = 0,
+        .call = call_empty_1633,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:2574 sample 1",
+        .n_inputs = 0,
+        .call = call_empty_1634,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty",
+        .where = "ops.yaml:2574 sample 2",
+        .n_inputs = 0,
+        .call = call_empty_1635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6946,9 +24625,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:715 sample 0",
+        .where = "ops.yaml:2581 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_494,
+        .call = call_zeros_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6956,9 +24635,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:723 sample 0",
+        .where = "ops.yaml:2589 sample 0",
         .n_inputs = 0,
-        .call = call_ones_495,
+        .call = call_ones_1637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6966,9 +24645,142 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:731 sample 0",
+        .where = "ops.yaml:2604 sample 0",
         .n_inputs = 0,
-        .call = call_full_496,
+        .call = call_full_1638,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:2604 sample 1",
+        .n_inputs = 0,
+        .call = call_full_1639,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full",
+        .where = "ops.yaml:2604 sample 2",
+        .n_inputs = 0,
+        .call = call_full_1640,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:2615 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1641,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:2615 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_empty_like_1642,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "empty_like",
+        .where = "ops.yaml:2615 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_empty_like_1643,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2635 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1644,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2635 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_ones_like_1645,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2635 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1646,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "ones_like",
+        .where = "ops.yaml:2635 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = call_ones_like_1647,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:2647 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1648,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:2647 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_full_like_1649,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "full_like",
+        .where = "ops.yaml:2647 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_full_like_1650,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6976,9 +24788,79 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:746 sample 0",
+        .where = "ops.yaml:2652 sample 0",
         .n_inputs = 0,
-        .call = call_arange_497,
+        .call = call_arange_1651,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:2667 sample 0",
+        .n_inputs = 0,
+        .call = call_linspace_1652,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:2667 sample 1",
+        .n_inputs = 0,
+        .call = call_linspace_1653,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linspace",
+        .where = "ops.yaml:2667 sample 2",
+        .n_inputs = 0,
+        .call = call_linspace_1654,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:2679 sample 0",
+        .n_inputs = 0,
+        .call = call_eye_1655,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye",
+        .where = "ops.yaml:2679 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_1656,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:2690 sample 0",
+        .n_inputs = 0,
+        .call = call_eye_m_1657,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "eye.m",
+        .where = "ops.yaml:2690 sample 1",
+        .n_inputs = 0,
+        .call = call_eye_m_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6986,9 +24868,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:754 sample 0",
+        .where = "ops.yaml:2694 sample 0",
         .n_inputs = 0,
-        .call = call_rand_498,
+        .call = call_rand_1659,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -6996,20 +24878,216 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:765 sample 0",
+        .where = "ops.yaml:2705 sample 0",
         .n_inputs = 0,
-        .call = call_randn_500,
+        .call = call_randn_1661,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
-        .op = "sum_to",
-        .where = "ops.yaml:784 sample 0",
+        .op = "rand_like",
+        .where = "ops.yaml:2722 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_502,
+        .call = call_rand_like_1663,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "rand_like",
+        .where = "ops.yaml:2722 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_rand_like_1664,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:2732 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1665,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randn_like",
+        .where = "ops.yaml:2732 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_randn_like_1666,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:2743 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_1667,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint",
+        .where = "ops.yaml:2743 sample 1",
+        .n_inputs = 0,
+        .call = call_randint_1668,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randint.low",
+        .where = "ops.yaml:2754 sample 0",
+        .n_inputs = 0,
+        .call = call_randint_low_1669,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:2764 sample 0",
+        .n_inputs = 0,
+        .call = call_randperm_1670,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "randperm",
+        .where = "ops.yaml:2764 sample 1",
+        .n_inputs = 0,
+        .call = call_randperm_1671,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:2781 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1672,
+        .call_inplace = inplace_bernoulli_p_1673,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:2781 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_bernoulli_p_1674,
+        .call_inplace = inplace_bernoulli_p_1675,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bernoulli.p",
+        .where = "ops.yaml:2781 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bernoulli_p_1676,
+        .call_inplace = inplace_bernoulli_p_1677,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:2792 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1678,
+        .call_inplace = inplace_normal_1679,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:2792 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_normal_1680,
+        .call_inplace = inplace_normal_1681,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "normal",
+        .where = "ops.yaml:2792 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_normal_1682,
+        .call_inplace = inplace_normal_1683,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:2804 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1685,
+        .call_inplace = inplace_uniform_1686,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:2804 sample 1",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_uniform_1687,
+        .call_inplace = inplace_uniform_1688,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "uniform",
+        .where = "ops.yaml:2804 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_uniform_1689,
+        .call_inplace = inplace_uniform_1690,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "sum_to",
+        .where = "ops.yaml:2817 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_sum_to_1692,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7017,10 +25095,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:784 sample 1",
+        .where = "ops.yaml:2817 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_503,
+        .call = call_sum_to_1693,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -7137,721 +25215,2590 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "pow: ",
     },
     {
-        .op = "relu",
-        .what = "ops.yaml:140: dtype of self",
+        .op = "pow.Scalar",
+        .what = "ops.yaml:112: dtype of exponent",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_pow_scalar_165,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "pow: ",
+    },
+    {
+        .op = "maximum",
+        .what = "ops.yaml:125: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_maximum_176,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "maximum: ",
+    },
+    {
+        .op = "minimum",
+        .what = "ops.yaml:134: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_minimum_187,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "minimum: ",
+    },
+    {
+        .op = "clamp_min",
+        .what = "ops.yaml:143: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_relu_205,
+        .call = error_clamp_min_200,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_min: ",
+    },
+    {
+        .op = "clamp_max",
+        .what = "ops.yaml:151: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_clamp_max_213,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_max: ",
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .what = "ops.yaml:159: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_min_tensor_227,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_min: ",
+    },
+    {
+        .op = "clamp_min.Tensor",
+        .what = "ops.yaml:159: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "min", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_min_tensor_228,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_min: ",
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .what = "ops.yaml:168: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_max_tensor_242,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "clamp_max: ",
+    },
+    {
+        .op = "clamp_max.Tensor",
+        .what = "ops.yaml:168: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "max", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_clamp_max_tensor_243,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "clamp_max: ",
+    },
+    {
+        .op = "remainder.Tensor",
+        .what = "ops.yaml:177: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_remainder_257,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "remainder: ",
+    },
+    {
+        .op = "remainder.Tensor",
+        .what = "ops.yaml:177: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_remainder_258,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "remainder: ",
+    },
+    {
+        .op = "remainder.Scalar",
+        .what = "ops.yaml:187: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_remainder_scalar_271,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "remainder: ",
+    },
+    {
+        .op = "floor_divide",
+        .what = "ops.yaml:195: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_floor_divide_285,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "floor_divide: ",
+    },
+    {
+        .op = "floor_divide",
+        .what = "ops.yaml:195: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_floor_divide_286,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "floor_divide: ",
+    },
+    {
+        .op = "lerp.Scalar",
+        .what = "ops.yaml:205: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_300,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "lerp.Scalar",
+        .what = "ops.yaml:205: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_301,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "lerp.Tensor",
+        .what = "ops.yaml:214: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_tensor_313,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "lerp.Tensor",
+        .what = "ops.yaml:214: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_lerp_tensor_314,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "lerp: ",
+    },
+    {
+        .op = "addcmul",
+        .what = "ops.yaml:228: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addcmul_326,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addcmul: ",
+    },
+    {
+        .op = "addcmul",
+        .what = "ops.yaml:228: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addcmul_327,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "addcmul: ",
+    },
+    {
+        .op = "addcdiv",
+        .what = "ops.yaml:242: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addcdiv_339,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addcdiv: ",
+    },
+    {
+        .op = "addcdiv",
+        .what = "ops.yaml:242: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "tensor2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addcdiv_340,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "addcdiv: ",
+    },
+    {
+        .op = "pow_scalar_backward",
+        .what = "ops.yaml:257: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_pow_scalar_backward_346,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "pow_scalar_backward: ",
+    },
+    {
+        .op = "pow_scalar_backward",
+        .what = "ops.yaml:257: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_pow_scalar_backward_347,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "pow_scalar_backward: ",
+    },
+    {
+        .op = "relu",
+        .what = "ops.yaml:295: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_relu_396,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "relu: ",
     },
     {
+        .op = "abs",
+        .what = "ops.yaml:342: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_abs_453,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "abs: ",
+    },
+    {
+        .op = "square",
+        .what = "ops.yaml:357: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_square_478,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "square: ",
+    },
+    {
+        .op = "floor",
+        .what = "ops.yaml:432: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_floor_587,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "floor: ",
+    },
+    {
+        .op = "ceil",
+        .what = "ops.yaml:439: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_ceil_600,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "ceil: ",
+    },
+    {
+        .op = "round",
+        .what = "ops.yaml:446: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_round_613,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "round: ",
+    },
+    {
+        .op = "trunc",
+        .what = "ops.yaml:453: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_trunc_626,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "trunc: ",
+    },
+    {
+        .op = "leaky_relu",
+        .what = "ops.yaml:460: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_leaky_relu_639,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "leaky_relu: ",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .what = "ops.yaml:468: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_leaky_relu_backward_645,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "leaky_relu_backward: ",
+    },
+    {
+        .op = "leaky_relu_backward",
+        .what = "ops.yaml:468: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_leaky_relu_backward_646,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "leaky_relu_backward: ",
+    },
+    {
+        .op = "elu",
+        .what = "ops.yaml:479: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_elu_659,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "elu: ",
+    },
+    {
+        .op = "elu_backward",
+        .what = "ops.yaml:487: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_elu_backward_665,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "elu_backward: ",
+    },
+    {
+        .op = "elu_backward",
+        .what = "ops.yaml:487: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_elu_backward_666,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "elu_backward: ",
+    },
+    {
+        .op = "silu",
+        .what = "ops.yaml:498: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_silu_679,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "silu: ",
+    },
+    {
         .op = "eq.Tensor",
-        .what = "ops.yaml:189: broadcast",
+        .what = "ops.yaml:525: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_eq_260,
+        .call = error_eq_698,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "eq: ",
     },
     {
         .op = "lt.Tensor",
-        .what = "ops.yaml:208: broadcast",
+        .what = "ops.yaml:544: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_lt_279,
+        .call = error_lt_717,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "lt: ",
     },
     {
         .op = "gt.Tensor",
-        .what = "ops.yaml:227: broadcast",
+        .what = "ops.yaml:563: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_gt_298,
+        .call = error_gt_736,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "gt: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:246: dtype of condition",
+        .what = "ops.yaml:582: dtype of condition",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_where_313,
+        .call = error_where_751,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "where: ",
     },
     {
         .op = "where",
-        .what = "ops.yaml:246: broadcast",
+        .what = "ops.yaml:582: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_where_314,
+        .call = error_where_752,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "where: ",
     },
     {
+        .op = "ne.Tensor",
+        .what = "ops.yaml:595: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_ne_763,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "ne: ",
+    },
+    {
+        .op = "le.Tensor",
+        .what = "ops.yaml:614: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_le_782,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "le: ",
+    },
+    {
+        .op = "ge.Tensor",
+        .what = "ops.yaml:633: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_ge_801,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "ge: ",
+    },
+    {
+        .op = "logical_and",
+        .what = "ops.yaml:652: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_logical_and_820,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "logical_and: ",
+    },
+    {
+        .op = "logical_or",
+        .what = "ops.yaml:662: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_logical_or_831,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "logical_or: ",
+    },
+    {
+        .op = "logical_xor",
+        .what = "ops.yaml:672: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_logical_xor_842,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "logical_xor: ",
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .what = "ops.yaml:691: dtype of mask",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .call = error_masked_fill_859,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Scalar",
+        .what = "ops.yaml:691: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_masked_fill_860,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .what = "ops.yaml:711: value.dim == 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = error_masked_fill_tensor_867,
+        .expect = 0,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .what = "ops.yaml:704: dtype of mask",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "value", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_masked_fill_tensor_868,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
+        .op = "masked_fill.Tensor",
+        .what = "ops.yaml:704: broadcast",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_masked_fill_tensor_869,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_fill: ",
+    },
+    {
         .op = "sum.dim",
-        .what = "ops.yaml:275: dim out of range",
+        .what = "ops.yaml:736: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_sum_dim_327,
+        .call = error_sum_dim_882,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "sum: ",
     },
     {
         .op = "mean",
-        .what = "ops.yaml:290: dtype of self",
+        .what = "ops.yaml:751: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_331,
+        .call = error_mean_886,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:303: dtype of self",
+        .what = "ops.yaml:764: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_mean_dim_336,
+        .call = error_mean_dim_891,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:303: dim out of range",
+        .what = "ops.yaml:764: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mean_dim_337,
+        .call = error_mean_dim_892,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mean: ",
     },
     {
         .op = "amax",
-        .what = "ops.yaml:316: dim out of range",
+        .what = "ops.yaml:777: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_amax_344,
+        .call = error_amax_899,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "amax: ",
     },
     {
+        .op = "amin",
+        .what = "ops.yaml:790: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_amin_910,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "amin: ",
+    },
+    {
+        .op = "max.dim",
+        .what = "ops.yaml:829: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_dim_937,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "max: ",
+    },
+    {
+        .op = "min.dim",
+        .what = "ops.yaml:845: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_min_dim_954,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "min: ",
+    },
+    {
+        .op = "argmax",
+        .what = "ops.yaml:860: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmax_965,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmax: ",
+    },
+    {
+        .op = "argmin",
+        .what = "ops.yaml:875: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_argmin_974,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "argmin: ",
+    },
+    {
+        .op = "prod.dim_int",
+        .what = "ops.yaml:903: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_prod_dim_int_987,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "prod: ",
+    },
+    {
+        .op = "all.dim",
+        .what = "ops.yaml:930: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_all_dim_996,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "all: ",
+    },
+    {
+        .op = "any.dim",
+        .what = "ops.yaml:956: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_any_dim_1005,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "any: ",
+    },
+    {
+        .op = "cumsum",
+        .what = "ops.yaml:970: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_cumsum_1016,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cumsum: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:985: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_logsumexp_1021,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "logsumexp",
+        .what = "ops.yaml:985: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_logsumexp_1022,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "logsumexp: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:998: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_var_1027,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "var.correction",
+        .what = "ops.yaml:998: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_var_1028,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "var: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1012: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_std_1032,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "std.correction",
+        .what = "ops.yaml:1012: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_std_1033,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "std: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1032: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1038,
+        .expect = 0,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1025: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_linalg_vector_norm_1039,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
+        .op = "linalg_vector_norm",
+        .what = "ops.yaml:1025: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_linalg_vector_norm_1040,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "linalg_vector_norm: ",
+    },
+    {
         .op = "mm",
-        .what = "ops.yaml:337: self.dim == 2",
+        .what = "ops.yaml:1094: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_353,
+        .call = error_mm_1049,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:339: mat2.dim == 2",
+        .what = "ops.yaml:1096: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_354,
+        .call = error_mm_1050,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:341: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1098: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_355,
+        .call = error_mm_1051,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:331: dtype of self",
+        .what = "ops.yaml:1088: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_356,
+        .call = error_mm_1052,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:358: self.dim >= 1",
+        .what = "ops.yaml:1115: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_368,
+        .call = error_matmul_1064,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:360: other.dim >= 1",
+        .what = "ops.yaml:1117: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_369,
+        .call = error_matmul_1065,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:352: dtype of self",
+        .what = "ops.yaml:1109: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_370,
+        .call = error_matmul_1066,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:383: self.dim == 3",
+        .what = "ops.yaml:1140: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_379,
+        .call = error_bmm_1075,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:385: mat2.dim == 3",
+        .what = "ops.yaml:1142: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_380,
+        .call = error_bmm_1076,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:387: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1144: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_381,
+        .call = error_bmm_1077,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:389: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1146: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_382,
+        .call = error_bmm_1078,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:377: dtype of self",
+        .what = "ops.yaml:1134: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_383,
+        .call = error_bmm_1079,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:406: mat1.dim == 2",
+        .what = "ops.yaml:1163: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_394,
+        .call = error_addmm_1090,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:408: mat2.dim == 2",
+        .what = "ops.yaml:1165: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_395,
+        .call = error_addmm_1091,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:410: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1167: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_396,
+        .call = error_addmm_1092,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:412: self.dim <= 2",
+        .what = "ops.yaml:1169: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_397,
+        .call = error_addmm_1093,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:414: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .what =
+            "ops.yaml:1171: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_398,
+        .call = error_addmm_1094,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:416: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .what =
+            "ops.yaml:1173: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_399,
+        .call = error_addmm_1095,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:400: dtype of self",
+        .what = "ops.yaml:1157: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_400,
+        .call = error_addmm_1096,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:434: batch1.dim == 3",
+        .what = "ops.yaml:1191: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_411,
+        .call = error_baddbmm_1107,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:436: batch2.dim == 3",
+        .what = "ops.yaml:1193: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_412,
+        .call = error_baddbmm_1108,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:438: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1195: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_413,
+        .call = error_baddbmm_1109,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:440: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1197: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_414,
+        .call = error_baddbmm_1110,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:442: self.dim <= 3",
+        .what = "ops.yaml:1199: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_415,
+        .call = error_baddbmm_1111,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:444: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1201: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_416,
+        .call = error_baddbmm_1112,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:446: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1203: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_417,
+        .call = error_baddbmm_1113,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:448: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .what =
+            "ops.yaml:1205: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_418,
+        .call = error_baddbmm_1114,
         .expect = 0,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:428: dtype of self",
+        .what = "ops.yaml:1185: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_419,
+        .call = error_baddbmm_1115,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:466: self.dim == 1",
+        .what = "ops.yaml:1223: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_423,
+        .call = error_dot_1119,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:468: tensor.dim == 1",
+        .what = "ops.yaml:1225: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_424,
+        .call = error_dot_1120,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:470: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1227: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_425,
+        .call = error_dot_1121,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:460: dtype of self",
+        .what = "ops.yaml:1217: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_426,
+        .call = error_dot_1122,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:485: self.dim == 1",
+        .what = "ops.yaml:1242: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_430,
+        .call = error_outer_1126,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:487: vec2.dim == 1",
+        .what = "ops.yaml:1244: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_431,
+        .call = error_outer_1127,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:479: dtype of self",
+        .what = "ops.yaml:1236: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_432,
+        .call = error_outer_1128,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:502: input.dim >= 1",
+        .what = "ops.yaml:1259: input.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_443,
+        .call = error_linear_1139,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:504: weight.dim == 1 or weight.dim == 2",
+        .what = "ops.yaml:1261: weight.dim == 1 or weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_444,
+        .call = error_linear_1140,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:506: input.size(-1) == weight.size(-1)",
+        .what = "ops.yaml:1263: input.size(-1) == weight.size(-1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_445,
+        .call = error_linear_1141,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:496: dtype of input",
+        .what = "ops.yaml:1253: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_446,
+        .call = error_linear_1142,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linear: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:528: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .what = "ops.yaml:1285: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_451,
+        .call = error_mm_mat1_backward_1147,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:530: grad.size(1) == mat2.size(1)",
+        .what = "ops.yaml:1287: grad.size(1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_452,
+        .call = error_mm_mat1_backward_1148,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:532: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1289: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_453,
+        .call = error_mm_mat1_backward_1149,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:522: dtype of grad",
+        .what = "ops.yaml:1279: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_454,
+        .call = error_mm_mat1_backward_1150,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:549: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .what = "ops.yaml:1306: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_459,
+        .call = error_mm_mat2_backward_1155,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:551: grad.size(0) == mat1.size(0)",
+        .what = "ops.yaml:1308: grad.size(0) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_460,
+        .call = error_mm_mat2_backward_1156,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:553: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
+        .what = "ops.yaml:1310: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_461,
+        .call = error_mm_mat2_backward_1157,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:543: dtype of grad",
+        .what = "ops.yaml:1300: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_462,
+        .call = error_mm_mat2_backward_1158,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:571: self.dim <= 2",
+        .what = "ops.yaml:1328: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_465,
+        .call = error_t_1161,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:579: dim0 out of range",
+        .what = "ops.yaml:1336: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_468,
+        .call = error_transpose_1164,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:579: dim1 out of range",
+        .what = "ops.yaml:1336: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_469,
+        .call = error_transpose_1165,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:596: len(dims) == self.dim",
+        .what = "ops.yaml:1353: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_471,
+        .call = error_permute_1167,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:590: dims out of range",
+        .what = "ops.yaml:1347: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_472,
+        .call = error_permute_1168,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:642: dim out of range",
+        .what = "ops.yaml:1399: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_482,
+        .call = error_squeeze_dim_1178,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:653: dim out of range",
+        .what = "ops.yaml:1410: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_485,
+        .call = error_unsqueeze_1181,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:670: step > 0",
+        .what = "ops.yaml:1427: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_488,
+        .call = error_slice_1184,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:664: dim out of range",
+        .what = "ops.yaml:1421: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_489,
+        .call = error_slice_1185,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:678: dim out of range",
+        .what = "ops.yaml:1435: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_492,
+        .call = error_select_1188,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1461: start_dim <= end_dim",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1195,
+        .expect = 0,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1455: start_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1196,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "flatten.using_ints",
+        .what = "ops.yaml:1455: end_dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flatten_1197,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1478: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1202,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1480: len(sizes) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1203,
+        .expect = 0,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "unflatten.int",
+        .what = "ops.yaml:1472: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_unflatten_1204,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unflatten: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1508: self.dim >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1213,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1510: length >= 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1214,
+        .expect = 0,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "narrow",
+        .what = "ops.yaml:1502: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_narrow_1215,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "narrow: ",
+    },
+    {
+        .op = "repeat",
+        .what = "ops.yaml:1525: len(repeats) >= self.dim",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_repeat_1222,
+        .expect = 0,
+        .expect_prefix = "repeat: ",
+    },
+    {
+        .op = "flip",
+        .what = "ops.yaml:1537: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_flip_1228,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "flip: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:1557: len(shifts) >= 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_1234,
+        .expect = 0,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "roll",
+        .what = "ops.yaml:1551: dims out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_roll_1235,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "roll: ",
+    },
+    {
+        .op = "tril",
+        .what = "ops.yaml:1581: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_tril_1241,
+        .expect = 0,
+        .expect_prefix = "tril: ",
+    },
+    {
+        .op = "triu",
+        .what = "ops.yaml:1597: self.dim >= 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_triu_1247,
+        .expect = 0,
+        .expect_prefix = "triu: ",
+    },
+    {
+        .op = "pad",
+        .what = "ops.yaml:1608: mode not a choice",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_pad_1256,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "pad: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1663: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1273,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1663: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1275,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1663: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_split_1277,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "split.Tensor",
+        .what = "ops.yaml:1663: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_split_1279,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "split: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1676: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1281,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1676: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1283,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1676: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_chunk_1285,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "chunk",
+        .what = "ops.yaml:1676: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_chunk_1287,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "chunk: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1689: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1289,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1689: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1291,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1689: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = error_unbind_1293,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "unbind.int",
+        .what = "ops.yaml:1689: out_capacity below the count",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_unbind_1295,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "unbind: ",
+    },
+    {
+        .op = "index_select",
+        .what = "ops.yaml:1705: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_index_select_1308,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_select",
+        .what = "ops.yaml:1705: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_index_select_1309,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_select: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:1729: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_1320,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_add",
+        .what = "ops.yaml:1729: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_add_1321,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_add: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:1744: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_1328,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "index_copy",
+        .what = "ops.yaml:1744: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_index_copy_1329,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "index_copy: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:1757: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_gather_1340,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "gather",
+        .what = "ops.yaml:1757: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_gather_1341,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "gather: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:1780: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_1350,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.src",
+        .what = "ops.yaml:1780: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_1351,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:1802: dtype of index",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_scatter_value_1358,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter.value",
+        .what = "ops.yaml:1802: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
+        .call = error_scatter_value_1359,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:1814: dtype of index",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_1370,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "scatter_add",
+        .what = "ops.yaml:1814: dim out of range",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
+        .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
+        .call = error_scatter_add_1371,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "scatter_add: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:1834: weight.dim == 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_1376,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:1836: sparse == 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .call = error_embedding_1377,
+        .expect = 0,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding",
+        .what = "ops.yaml:1829: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_1378,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding: ",
+    },
+    {
+        .op = "embedding_dense_backward",
+        .what = "ops.yaml:1848: dtype of indices",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
+        .call = error_embedding_dense_backward_1381,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "embedding_dense_backward: ",
+    },
+    {
+        .op = "one_hot",
+        .what = "ops.yaml:1876: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
+        .call = error_one_hot_1386,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "one_hot: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:1900: dtype of mask",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
+        .call = error_masked_select_1396,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
+        .op = "masked_select",
+        .what = "ops.yaml:1900: broadcast",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_masked_select_1397,
+        .expect = YT_ERR_SHAPE,
+        .expect_prefix = "masked_select: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:2011: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_1442,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:2013: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_1443,
+        .expect = 0,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d",
+        .what = "ops.yaml:2006: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_avg_pool2d_1444,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:2030: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_1449,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:2032: len(output_size) == 1 or len(output_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_1450,
+        .expect = 0,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d",
+        .what = "ops.yaml:2025: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_adaptive_avg_pool2d_1451,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d: ",
+    },
+    {
+        .op = "avg_pool2d_backward",
+        .what = "ops.yaml:2044: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_avg_pool2d_backward_1454,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "avg_pool2d_backward: ",
+    },
+    {
+        .op = "adaptive_avg_pool2d_backward",
+        .what = "ops.yaml:2057: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_adaptive_avg_pool2d_backward_1456,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "adaptive_avg_pool2d_backward: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2103: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1463,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2105: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1464,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2107: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_1465,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d",
+        .what = "ops.yaml:2097: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_1466,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2128: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_1470,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2130: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_padding_1471,
+        .expect = 0,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2121: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_1472,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv2d.padding",
+        .what = "ops.yaml:2121: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv2d_padding_1473,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2146: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1477,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2148: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1478,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2150: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_1479,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d",
+        .what = "ops.yaml:2140: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_1480,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2167: input.dim == 2 or input.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_1482,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2169: weight.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv1d_padding_1483,
+        .expect = 0,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2160: padding not a choice",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_1484,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv1d.padding",
+        .what = "ops.yaml:2160: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv1d_padding_1485,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv1d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2183: input.dim == 3 or input.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1490,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2185: weight.dim == 4",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1491,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2187: groups > 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_conv_transpose2d_1492,
+        .expect = 0,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv_transpose2d.input",
+        .what = "ops.yaml:2177: dtype of input",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_conv_transpose2d_1493,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv_transpose2d: ",
+    },
+    {
+        .op = "conv2d_backward_input",
+        .what = "ops.yaml:2199: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_input_1496,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_input: ",
+    },
+    {
+        .op = "conv2d_backward_weight",
+        .what = "ops.yaml:2212: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_weight_1499,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_weight: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:2230: grad_output.dim == 3 or grad_output.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_conv2d_backward_bias_1502,
+        .expect = 0,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
+        .op = "conv2d_backward_bias",
+        .what = "ops.yaml:2225: dtype of grad_output",
+        .n_inputs = 1,
+        .inputs[0] =
+            {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
+        .call = error_conv2d_backward_bias_1503,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "conv2d_backward_bias: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2244: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1512,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2246: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_with_indices_1513,
+        .expect = 0,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d_with_indices",
+        .what = "ops.yaml:2239: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_with_indices_1514,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d_with_indices: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2264: self.dim == 3 or self.dim == 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1518,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2266: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_max_pool2d_1519,
+        .expect = 0,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "max_pool2d",
+        .what = "ops.yaml:2259: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
+        .call = error_max_pool2d_1520,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "max_pool2d: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:2289: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1526,
+        .expect = 0,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:2282: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_softmax_1527,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "softmax.int",
+        .what = "ops.yaml:2282: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_1528,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:2307: is_floating(result_dtype)",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1534,
+        .expect = 0,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:2300: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_log_softmax_1535,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "log_softmax.int",
+        .what = "ops.yaml:2300: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_1536,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:2325: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1540,
+        .expect = 0,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:2318: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1541,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "softmax_backward_data",
+        .what = "ops.yaml:2318: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_softmax_backward_data_1542,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:2342: grad_output.dim == output.dim",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1546,
+        .expect = 0,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:2335: dtype of grad_output",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1547,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "log_softmax_backward_data",
+        .what = "ops.yaml:2335: dim out of range",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_log_softmax_backward_data_1548,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "log_softmax_backward_data: ",
+    },
+    {
+        .op = "dropout",
+        .what = "ops.yaml:2379: dtype of input",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_dropout_1554,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dropout: ",
+    },
+    {
+        .op = "mse_loss",
+        .what = "ops.yaml:2392: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mse_loss_1560,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "mse_loss: ",
+    },
+    {
+        .op = "mse_loss",
+        .what = "ops.yaml:2392: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_mse_loss_1561,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "mse_loss: ",
+    },
+    {
+        .op = "l1_loss",
+        .what = "ops.yaml:2407: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_l1_loss_1567,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "l1_loss: ",
+    },
+    {
+        .op = "l1_loss",
+        .what = "ops.yaml:2407: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_l1_loss_1568,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "l1_loss: ",
+    },
+    {
+        .op = "smooth_l1_loss",
+        .what = "ops.yaml:2422: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_smooth_l1_loss_1575,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "smooth_l1_loss: ",
+    },
+    {
+        .op = "smooth_l1_loss",
+        .what = "ops.yaml:2422: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_smooth_l1_loss_1576,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "smooth_l1_loss: ",
+    },
+    {
+        .op = "huber_loss",
+        .what = "ops.yaml:2438: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_huber_loss_1582,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "huber_loss: ",
+    },
+    {
+        .op = "huber_loss",
+        .what = "ops.yaml:2438: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_huber_loss_1583,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "huber_loss: ",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:2453: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_1590,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "binary_cross_entropy: ",
+    },
+    {
+        .op = "binary_cross_entropy",
+        .what = "ops.yaml:2453: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_1591,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "binary_cross_entropy: ",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:2470: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_with_logits_1598,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "binary_cross_entropy_with_logits: ",
+    },
+    {
+        .op = "binary_cross_entropy_with_logits",
+        .what = "ops.yaml:2470: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_binary_cross_entropy_with_logits_1599,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "binary_cross_entropy_with_logits: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:2493: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1606,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:2495: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_nll_loss_1607,
+        .expect = 0,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:2486: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1608,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "nll_loss",
+        .what = "ops.yaml:2486: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_nll_loss_1609,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "nll_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:2516: self.dim >= 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_1622,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:2518: weight.dim == 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_cross_entropy_loss_1623,
+        .expect = 0,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:2509: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_1624,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .what = "ops.yaml:2509: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_loss_1625,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "cross_entropy_loss: ",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:2538: reduction not a choice",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_index_1631,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cross_entropy_index: ",
+    },
+    {
+        .op = "cross_entropy_index",
+        .what = "ops.yaml:2538: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .call = error_cross_entropy_index_1632,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "cross_entropy_index: ",
+    },
+    {
         .op = "rand",
-        .what = "ops.yaml:759: is_floating(result_dtype)",
+        .what = "ops.yaml:2699: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_499,
+        .call = error_rand_1660,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:770: is_floating(result_dtype)",
+        .what = "ops.yaml:2710: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_501,
+        .call = error_randn_1662,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
-        .op = "sum_to",
-        .what = "ops.yaml:778: dtype of self",
+        .op = "normal",
+        .what = "ops.yaml:2786: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_504,
+        .call = error_normal_1684,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "normal: ",
+    },
+    {
+        .op = "uniform",
+        .what = "ops.yaml:2798: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_uniform_1691,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "uniform: ",
+    },
+    {
+        .op = "sum_to",
+        .what = "ops.yaml:2811: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sum_to_1694,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

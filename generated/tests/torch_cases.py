@@ -4,6 +4,8 @@
 yt_op_cases[i]. Each function takes the case's tensors (made by tests/diff/runner.c) and computes
 the op with PyTorch; `dtypes` lists the dtypes the case runs in (its free tensors take each in
 turn), `free` marks tensors whose dtype the sample does not fix."""
+import math
+
 import torch
 
 
@@ -314,833 +316,2509 @@ def case_52(self, exponent):
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_53(self):
-    """exp (ops.yaml:114 sample 0)"""
-    return torch.ops.aten.exp(self)
+def case_53(exponent):
+    """pow.Scalar (ops.yaml:119 sample 0)"""
+    self = 1.5
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_54(self):
-    """exp (ops.yaml:114 sample 1)"""
-    return torch.ops.aten.exp(self)
+def case_54(exponent):
+    """pow.Scalar (ops.yaml:119 sample 1)"""
+    self = 2.5
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_55(self):
-    """exp (ops.yaml:114 sample 2)"""
-    return torch.ops.aten.exp(self)
+def case_55(exponent):
+    """pow.Scalar (ops.yaml:119 sample 2)"""
+    self = 0.5
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_56(self):
-    """exp (ops.yaml:114 sample 3)"""
-    return torch.ops.aten.exp(self)
+def case_56(exponent):
+    """pow.Scalar (ops.yaml:119 sample 3)"""
+    self = 3.0
+    return torch.ops.aten.pow(self, exponent)
 
 
-def case_57(self):
-    """log (ops.yaml:122 sample 0)"""
-    return torch.ops.aten.log(self)
+def case_57(self, other):
+    """maximum (ops.yaml:125 sample 0)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_58(self):
-    """log (ops.yaml:122 sample 1)"""
-    return torch.ops.aten.log(self)
+def case_58(self, other):
+    """maximum (ops.yaml:125 sample 1)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_59(self):
-    """log (ops.yaml:122 sample 2)"""
-    return torch.ops.aten.log(self)
+def case_59(self, other):
+    """maximum (ops.yaml:125 sample 2)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_60(self):
-    """log (ops.yaml:122 sample 3)"""
-    return torch.ops.aten.log(self)
+def case_60(self, other):
+    """maximum (ops.yaml:125 sample 3)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_61(self):
-    """sqrt (ops.yaml:131 sample 0)"""
-    return torch.ops.aten.sqrt(self)
+def case_61(self, other):
+    """maximum (ops.yaml:125 sample 4)"""
+    return torch.ops.aten.maximum(self, other)
 
 
-def case_62(self):
-    """sqrt (ops.yaml:131 sample 1)"""
-    return torch.ops.aten.sqrt(self)
+def case_62(self, other):
+    """minimum (ops.yaml:134 sample 0)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_63(self):
-    """sqrt (ops.yaml:131 sample 2)"""
-    return torch.ops.aten.sqrt(self)
+def case_63(self, other):
+    """minimum (ops.yaml:134 sample 1)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_64(self):
-    """sqrt (ops.yaml:131 sample 3)"""
-    return torch.ops.aten.sqrt(self)
+def case_64(self, other):
+    """minimum (ops.yaml:134 sample 2)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_65(self):
-    """relu (ops.yaml:140 sample 0)"""
-    return torch.ops.aten.relu(self)
+def case_65(self, other):
+    """minimum (ops.yaml:134 sample 3)"""
+    return torch.ops.aten.minimum(self, other)
 
 
-def case_66(self):
-    """relu (ops.yaml:140 sample 1)"""
-    return torch.ops.aten.relu(self)
+def case_66(self, other):
+    """minimum (ops.yaml:134 sample 4)"""
+    return torch.ops.aten.minimum(self, other)
 
 
 def case_67(self):
-    """relu (ops.yaml:140 sample 2)"""
-    return torch.ops.aten.relu(self)
+    """clamp_min (ops.yaml:143 sample 0)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_68(self):
-    """relu (ops.yaml:140 sample 3)"""
-    return torch.ops.aten.relu(self)
+    """clamp_min (ops.yaml:143 sample 1)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_69(self):
-    """sigmoid (ops.yaml:148 sample 0)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_min (ops.yaml:143 sample 2)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_70(self):
-    """sigmoid (ops.yaml:148 sample 1)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_min (ops.yaml:143 sample 3)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
 
 
 def case_71(self):
-    """sigmoid (ops.yaml:148 sample 2)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_max (ops.yaml:151 sample 0)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_72(self):
-    """sigmoid (ops.yaml:148 sample 3)"""
-    return torch.ops.aten.sigmoid(self)
+    """clamp_max (ops.yaml:151 sample 1)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_73(self):
-    """tanh (ops.yaml:156 sample 0)"""
-    return torch.ops.aten.tanh(self)
+    """clamp_max (ops.yaml:151 sample 2)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_74(self):
-    """tanh (ops.yaml:156 sample 1)"""
-    return torch.ops.aten.tanh(self)
+    """clamp_max (ops.yaml:151 sample 3)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_75(self):
-    """tanh (ops.yaml:156 sample 2)"""
-    return torch.ops.aten.tanh(self)
+def case_75(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 0)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_76(self):
-    """tanh (ops.yaml:156 sample 3)"""
-    return torch.ops.aten.tanh(self)
+def case_76(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 1)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_77(self):
-    """softplus (ops.yaml:164 sample 0)"""
-    return torch.ops.aten.softplus(self)
+def case_77(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 2)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_78(self):
-    """softplus (ops.yaml:164 sample 1)"""
-    return torch.ops.aten.softplus(self)
+def case_78(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 3)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_79(self):
-    """softplus (ops.yaml:164 sample 2)"""
-    return torch.ops.aten.softplus(self)
+def case_79(self, min):
+    """clamp_min.Tensor (ops.yaml:159 sample 4)"""
+    return torch.ops.aten.clamp_min(self, min)
 
 
-def case_80(self):
-    """softplus (ops.yaml:164 sample 3)"""
-    return torch.ops.aten.softplus(self)
+def case_80(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 0)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_81(self):
-    """clone (ops.yaml:172 sample 0)"""
-    return torch.ops.aten.clone(self)
+def case_81(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 1)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_82(self):
-    """clone (ops.yaml:172 sample 1)"""
-    return torch.ops.aten.clone(self)
+def case_82(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 2)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_83(self):
-    """clone (ops.yaml:172 sample 2)"""
-    return torch.ops.aten.clone(self)
+def case_83(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 3)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
-def case_84(self):
-    """clone (ops.yaml:172 sample 3)"""
-    return torch.ops.aten.clone(self)
+def case_84(self, max):
+    """clamp_max.Tensor (ops.yaml:168 sample 4)"""
+    return torch.ops.aten.clamp_max(self, max)
 
 
 def case_85(self, other):
-    """eq.Tensor (ops.yaml:189 sample 0)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 0)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_86(self, other):
-    """eq.Tensor (ops.yaml:189 sample 1)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 1)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_87(self, other):
-    """eq.Tensor (ops.yaml:189 sample 2)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 2)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_88(self, other):
-    """eq.Tensor (ops.yaml:189 sample 3)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 3)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_89(self, other):
-    """eq.Tensor (ops.yaml:189 sample 4)"""
-    return torch.ops.aten.eq(self, other)
+    """remainder.Tensor (ops.yaml:177 sample 4)"""
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_90(self):
-    """eq.Scalar (ops.yaml:199 sample 0)"""
+    """remainder.Scalar (ops.yaml:187 sample 0)"""
     other = 1.5
-    return torch.ops.aten.eq(self, other)
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_91(self):
-    """eq.Scalar (ops.yaml:199 sample 1)"""
+    """remainder.Scalar (ops.yaml:187 sample 1)"""
     other = 1.5
-    return torch.ops.aten.eq(self, other)
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_92(self):
-    """eq.Scalar (ops.yaml:199 sample 2)"""
+    """remainder.Scalar (ops.yaml:187 sample 2)"""
     other = 1.5
-    return torch.ops.aten.eq(self, other)
+    return torch.ops.aten.remainder(self, other)
 
 
 def case_93(self):
-    """eq.Scalar (ops.yaml:199 sample 3)"""
+    """remainder.Scalar (ops.yaml:187 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_94(self, other):
+    """floor_divide (ops.yaml:195 sample 0)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_95(self, other):
+    """floor_divide (ops.yaml:195 sample 1)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_96(self, other):
+    """floor_divide (ops.yaml:195 sample 2)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_97(self, other):
+    """floor_divide (ops.yaml:195 sample 3)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_98(self, other):
+    """floor_divide (ops.yaml:195 sample 4)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_99(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 0)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_100(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 1)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_101(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 2)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_102(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 3)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_103(self, end):
+    """lerp.Scalar (ops.yaml:205 sample 4)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_104(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 0)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_105(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 1)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_106(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 2)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_107(self, end, weight):
+    """lerp.Tensor (ops.yaml:222 sample 3)"""
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_108(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 0)"""
+    value = 1
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_109(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 1)"""
+    value = 1
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_110(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 2)"""
+    value = 0.5
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_111(self, tensor1, tensor2):
+    """addcmul (ops.yaml:236 sample 3)"""
+    value = 1
+    return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
+
+
+def case_112(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 0)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_113(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 1)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_114(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 2)"""
+    value = 0.5
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_115(self, tensor1, tensor2):
+    """addcdiv (ops.yaml:251 sample 3)"""
+    value = 1
+    return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
+
+
+def case_116(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 0)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_117(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 1)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_118(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 2)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_119(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 3)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_120(grad_output, output):
+    """pow_scalar_backward (ops.yaml:257 sample 4)"""
+    self = 1.5
+    return grad_output * output * math.log(self)
+
+
+def case_121(self):
+    """exp (ops.yaml:269 sample 0)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_122(self):
+    """exp (ops.yaml:269 sample 1)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_123(self):
+    """exp (ops.yaml:269 sample 2)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_124(self):
+    """exp (ops.yaml:269 sample 3)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_125(self):
+    """log (ops.yaml:277 sample 0)"""
+    return torch.ops.aten.log(self)
+
+
+def case_126(self):
+    """log (ops.yaml:277 sample 1)"""
+    return torch.ops.aten.log(self)
+
+
+def case_127(self):
+    """log (ops.yaml:277 sample 2)"""
+    return torch.ops.aten.log(self)
+
+
+def case_128(self):
+    """log (ops.yaml:277 sample 3)"""
+    return torch.ops.aten.log(self)
+
+
+def case_129(self):
+    """sqrt (ops.yaml:286 sample 0)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_130(self):
+    """sqrt (ops.yaml:286 sample 1)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_131(self):
+    """sqrt (ops.yaml:286 sample 2)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_132(self):
+    """sqrt (ops.yaml:286 sample 3)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_133(self):
+    """relu (ops.yaml:295 sample 0)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_134(self):
+    """relu (ops.yaml:295 sample 1)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_135(self):
+    """relu (ops.yaml:295 sample 2)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_136(self):
+    """relu (ops.yaml:295 sample 3)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_137(self):
+    """sigmoid (ops.yaml:303 sample 0)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_138(self):
+    """sigmoid (ops.yaml:303 sample 1)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_139(self):
+    """sigmoid (ops.yaml:303 sample 2)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_140(self):
+    """sigmoid (ops.yaml:303 sample 3)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_141(self):
+    """tanh (ops.yaml:311 sample 0)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_142(self):
+    """tanh (ops.yaml:311 sample 1)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_143(self):
+    """tanh (ops.yaml:311 sample 2)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_144(self):
+    """tanh (ops.yaml:311 sample 3)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_145(self):
+    """softplus (ops.yaml:319 sample 0)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_146(self):
+    """softplus (ops.yaml:319 sample 1)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_147(self):
+    """softplus (ops.yaml:319 sample 2)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_148(self):
+    """softplus (ops.yaml:319 sample 3)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_149(self):
+    """clone (ops.yaml:327 sample 0)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_150(self):
+    """clone (ops.yaml:327 sample 1)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_151(self):
+    """clone (ops.yaml:327 sample 2)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_152(self):
+    """clone (ops.yaml:327 sample 3)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_153(self):
+    """abs (ops.yaml:342 sample 0)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_154(self):
+    """abs (ops.yaml:342 sample 1)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_155(self):
+    """abs (ops.yaml:342 sample 2)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_156(self):
+    """abs (ops.yaml:342 sample 3)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_157(self):
+    """sign (ops.yaml:350 sample 0)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_158(self):
+    """sign (ops.yaml:350 sample 1)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_159(self):
+    """sign (ops.yaml:350 sample 2)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_160(self):
+    """sign (ops.yaml:350 sample 3)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_161(self):
+    """square (ops.yaml:357 sample 0)"""
+    return torch.ops.aten.square(self)
+
+
+def case_162(self):
+    """square (ops.yaml:357 sample 1)"""
+    return torch.ops.aten.square(self)
+
+
+def case_163(self):
+    """square (ops.yaml:357 sample 2)"""
+    return torch.ops.aten.square(self)
+
+
+def case_164(self):
+    """square (ops.yaml:357 sample 3)"""
+    return torch.ops.aten.square(self)
+
+
+def case_165(self):
+    """reciprocal (ops.yaml:364 sample 0)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_166(self):
+    """reciprocal (ops.yaml:364 sample 1)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_167(self):
+    """reciprocal (ops.yaml:364 sample 2)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_168(self):
+    """reciprocal (ops.yaml:364 sample 3)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_169(self):
+    """rsqrt (ops.yaml:373 sample 0)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_170(self):
+    """rsqrt (ops.yaml:373 sample 1)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_171(self):
+    """rsqrt (ops.yaml:373 sample 2)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_172(self):
+    """rsqrt (ops.yaml:373 sample 3)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_173(self):
+    """expm1 (ops.yaml:382 sample 0)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_174(self):
+    """expm1 (ops.yaml:382 sample 1)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_175(self):
+    """expm1 (ops.yaml:382 sample 2)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_176(self):
+    """expm1 (ops.yaml:382 sample 3)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_177(self):
+    """log1p (ops.yaml:390 sample 0)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_178(self):
+    """log1p (ops.yaml:390 sample 1)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_179(self):
+    """log1p (ops.yaml:390 sample 2)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_180(self):
+    """log1p (ops.yaml:390 sample 3)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_181(self):
+    """log2 (ops.yaml:399 sample 0)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_182(self):
+    """log2 (ops.yaml:399 sample 1)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_183(self):
+    """log2 (ops.yaml:399 sample 2)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_184(self):
+    """log2 (ops.yaml:399 sample 3)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_185(self):
+    """sin (ops.yaml:408 sample 0)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_186(self):
+    """sin (ops.yaml:408 sample 1)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_187(self):
+    """sin (ops.yaml:408 sample 2)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_188(self):
+    """sin (ops.yaml:408 sample 3)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_189(self):
+    """cos (ops.yaml:416 sample 0)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_190(self):
+    """cos (ops.yaml:416 sample 1)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_191(self):
+    """cos (ops.yaml:416 sample 2)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_192(self):
+    """cos (ops.yaml:416 sample 3)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_193(self):
+    """erf (ops.yaml:424 sample 0)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_194(self):
+    """erf (ops.yaml:424 sample 1)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_195(self):
+    """erf (ops.yaml:424 sample 2)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_196(self):
+    """erf (ops.yaml:424 sample 3)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_197(self):
+    """floor (ops.yaml:432 sample 0)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_198(self):
+    """floor (ops.yaml:432 sample 1)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_199(self):
+    """floor (ops.yaml:432 sample 2)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_200(self):
+    """floor (ops.yaml:432 sample 3)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_201(self):
+    """ceil (ops.yaml:439 sample 0)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_202(self):
+    """ceil (ops.yaml:439 sample 1)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_203(self):
+    """ceil (ops.yaml:439 sample 2)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_204(self):
+    """ceil (ops.yaml:439 sample 3)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_205(self):
+    """round (ops.yaml:446 sample 0)"""
+    return torch.ops.aten.round(self)
+
+
+def case_206(self):
+    """round (ops.yaml:446 sample 1)"""
+    return torch.ops.aten.round(self)
+
+
+def case_207(self):
+    """round (ops.yaml:446 sample 2)"""
+    return torch.ops.aten.round(self)
+
+
+def case_208(self):
+    """round (ops.yaml:446 sample 3)"""
+    return torch.ops.aten.round(self)
+
+
+def case_209(self):
+    """trunc (ops.yaml:453 sample 0)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_210(self):
+    """trunc (ops.yaml:453 sample 1)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_211(self):
+    """trunc (ops.yaml:453 sample 2)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_212(self):
+    """trunc (ops.yaml:453 sample 3)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_213(self):
+    """leaky_relu (ops.yaml:460 sample 0)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_214(self):
+    """leaky_relu (ops.yaml:460 sample 1)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_215(self):
+    """leaky_relu (ops.yaml:460 sample 2)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_216(self):
+    """leaky_relu (ops.yaml:460 sample 3)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_217(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 0)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_218(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 1)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_219(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 2)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_220(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 3)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_221(grad_output, self):
+    """leaky_relu_backward (ops.yaml:468 sample 4)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_222(self):
+    """elu (ops.yaml:479 sample 0)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_223(self):
+    """elu (ops.yaml:479 sample 1)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_224(self):
+    """elu (ops.yaml:479 sample 2)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_225(self):
+    """elu (ops.yaml:479 sample 3)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_226(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 0)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_227(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 1)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_228(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 2)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_229(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 3)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_230(grad_output, self):
+    """elu_backward (ops.yaml:487 sample 4)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_231(self):
+    """silu (ops.yaml:498 sample 0)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_232(self):
+    """silu (ops.yaml:498 sample 1)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_233(self):
+    """silu (ops.yaml:498 sample 2)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_234(self):
+    """silu (ops.yaml:498 sample 3)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_235(self):
+    """isnan (ops.yaml:505 sample 0)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_236(self):
+    """isnan (ops.yaml:505 sample 1)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_237(self):
+    """isnan (ops.yaml:505 sample 2)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_238(self):
+    """isnan (ops.yaml:505 sample 3)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_239(self):
+    """isfinite (ops.yaml:514 sample 0)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_240(self):
+    """isfinite (ops.yaml:514 sample 1)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_241(self):
+    """isfinite (ops.yaml:514 sample 2)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_242(self):
+    """isfinite (ops.yaml:514 sample 3)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_243(self, other):
+    """eq.Tensor (ops.yaml:525 sample 0)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_244(self, other):
+    """eq.Tensor (ops.yaml:525 sample 1)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_245(self, other):
+    """eq.Tensor (ops.yaml:525 sample 2)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_246(self, other):
+    """eq.Tensor (ops.yaml:525 sample 3)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_247(self, other):
+    """eq.Tensor (ops.yaml:525 sample 4)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_248(self):
+    """eq.Scalar (ops.yaml:535 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_94(self, other):
-    """lt.Tensor (ops.yaml:208 sample 0)"""
+def case_249(self):
+    """eq.Scalar (ops.yaml:535 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_250(self):
+    """eq.Scalar (ops.yaml:535 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_251(self):
+    """eq.Scalar (ops.yaml:535 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_252(self, other):
+    """lt.Tensor (ops.yaml:544 sample 0)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_95(self, other):
-    """lt.Tensor (ops.yaml:208 sample 1)"""
+def case_253(self, other):
+    """lt.Tensor (ops.yaml:544 sample 1)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_96(self, other):
-    """lt.Tensor (ops.yaml:208 sample 2)"""
+def case_254(self, other):
+    """lt.Tensor (ops.yaml:544 sample 2)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_97(self, other):
-    """lt.Tensor (ops.yaml:208 sample 3)"""
+def case_255(self, other):
+    """lt.Tensor (ops.yaml:544 sample 3)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_98(self, other):
-    """lt.Tensor (ops.yaml:208 sample 4)"""
+def case_256(self, other):
+    """lt.Tensor (ops.yaml:544 sample 4)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_99(self):
-    """lt.Scalar (ops.yaml:218 sample 0)"""
+def case_257(self):
+    """lt.Scalar (ops.yaml:554 sample 0)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_100(self):
-    """lt.Scalar (ops.yaml:218 sample 1)"""
+def case_258(self):
+    """lt.Scalar (ops.yaml:554 sample 1)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_101(self):
-    """lt.Scalar (ops.yaml:218 sample 2)"""
+def case_259(self):
+    """lt.Scalar (ops.yaml:554 sample 2)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_102(self):
-    """lt.Scalar (ops.yaml:218 sample 3)"""
+def case_260(self):
+    """lt.Scalar (ops.yaml:554 sample 3)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_103(self, other):
-    """gt.Tensor (ops.yaml:227 sample 0)"""
+def case_261(self, other):
+    """gt.Tensor (ops.yaml:563 sample 0)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_104(self, other):
-    """gt.Tensor (ops.yaml:227 sample 1)"""
+def case_262(self, other):
+    """gt.Tensor (ops.yaml:563 sample 1)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_105(self, other):
-    """gt.Tensor (ops.yaml:227 sample 2)"""
+def case_263(self, other):
+    """gt.Tensor (ops.yaml:563 sample 2)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_106(self, other):
-    """gt.Tensor (ops.yaml:227 sample 3)"""
+def case_264(self, other):
+    """gt.Tensor (ops.yaml:563 sample 3)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_107(self, other):
-    """gt.Tensor (ops.yaml:227 sample 4)"""
+def case_265(self, other):
+    """gt.Tensor (ops.yaml:563 sample 4)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_108(self):
-    """gt.Scalar (ops.yaml:237 sample 0)"""
+def case_266(self):
+    """gt.Scalar (ops.yaml:573 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_109(self):
-    """gt.Scalar (ops.yaml:237 sample 1)"""
+def case_267(self):
+    """gt.Scalar (ops.yaml:573 sample 1)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_110(self):
-    """gt.Scalar (ops.yaml:237 sample 2)"""
+def case_268(self):
+    """gt.Scalar (ops.yaml:573 sample 2)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_111(self):
-    """gt.Scalar (ops.yaml:237 sample 3)"""
+def case_269(self):
+    """gt.Scalar (ops.yaml:573 sample 3)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_112(condition, self, other):
-    """where (ops.yaml:254 sample 0)"""
+def case_270(condition, self, other):
+    """where (ops.yaml:590 sample 0)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_113(condition, self, other):
-    """where (ops.yaml:254 sample 1)"""
+def case_271(condition, self, other):
+    """where (ops.yaml:590 sample 1)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_114(condition, self, other):
-    """where (ops.yaml:254 sample 2)"""
+def case_272(condition, self, other):
+    """where (ops.yaml:590 sample 2)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_115(self):
-    """sum (ops.yaml:269 sample 0)"""
+def case_273(self, other):
+    """ne.Tensor (ops.yaml:595 sample 0)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_274(self, other):
+    """ne.Tensor (ops.yaml:595 sample 1)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_275(self, other):
+    """ne.Tensor (ops.yaml:595 sample 2)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_276(self, other):
+    """ne.Tensor (ops.yaml:595 sample 3)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_277(self, other):
+    """ne.Tensor (ops.yaml:595 sample 4)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_278(self):
+    """ne.Scalar (ops.yaml:605 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_279(self):
+    """ne.Scalar (ops.yaml:605 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_280(self):
+    """ne.Scalar (ops.yaml:605 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_281(self):
+    """ne.Scalar (ops.yaml:605 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_282(self, other):
+    """le.Tensor (ops.yaml:614 sample 0)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_283(self, other):
+    """le.Tensor (ops.yaml:614 sample 1)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_284(self, other):
+    """le.Tensor (ops.yaml:614 sample 2)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_285(self, other):
+    """le.Tensor (ops.yaml:614 sample 3)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_286(self, other):
+    """le.Tensor (ops.yaml:614 sample 4)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_287(self):
+    """le.Scalar (ops.yaml:624 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_288(self):
+    """le.Scalar (ops.yaml:624 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_289(self):
+    """le.Scalar (ops.yaml:624 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_290(self):
+    """le.Scalar (ops.yaml:624 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_291(self, other):
+    """ge.Tensor (ops.yaml:633 sample 0)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_292(self, other):
+    """ge.Tensor (ops.yaml:633 sample 1)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_293(self, other):
+    """ge.Tensor (ops.yaml:633 sample 2)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_294(self, other):
+    """ge.Tensor (ops.yaml:633 sample 3)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_295(self, other):
+    """ge.Tensor (ops.yaml:633 sample 4)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_296(self):
+    """ge.Scalar (ops.yaml:643 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_297(self):
+    """ge.Scalar (ops.yaml:643 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_298(self):
+    """ge.Scalar (ops.yaml:643 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_299(self):
+    """ge.Scalar (ops.yaml:643 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_300(self, other):
+    """logical_and (ops.yaml:652 sample 0)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_301(self, other):
+    """logical_and (ops.yaml:652 sample 1)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_302(self, other):
+    """logical_and (ops.yaml:652 sample 2)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_303(self, other):
+    """logical_and (ops.yaml:652 sample 3)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_304(self, other):
+    """logical_and (ops.yaml:652 sample 4)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_305(self, other):
+    """logical_or (ops.yaml:662 sample 0)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_306(self, other):
+    """logical_or (ops.yaml:662 sample 1)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_307(self, other):
+    """logical_or (ops.yaml:662 sample 2)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_308(self, other):
+    """logical_or (ops.yaml:662 sample 3)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_309(self, other):
+    """logical_or (ops.yaml:662 sample 4)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_310(self, other):
+    """logical_xor (ops.yaml:672 sample 0)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_311(self, other):
+    """logical_xor (ops.yaml:672 sample 1)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_312(self, other):
+    """logical_xor (ops.yaml:672 sample 2)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_313(self, other):
+    """logical_xor (ops.yaml:672 sample 3)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_314(self, other):
+    """logical_xor (ops.yaml:672 sample 4)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_315(self):
+    """logical_not (ops.yaml:682 sample 0)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_316(self):
+    """logical_not (ops.yaml:682 sample 1)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_317(self):
+    """logical_not (ops.yaml:682 sample 2)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_318(self):
+    """logical_not (ops.yaml:682 sample 3)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_319(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 0)"""
+    value = 1.5
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_320(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 1)"""
+    value = -2.0
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_321(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 2)"""
+    value = 0.0
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_322(self, mask):
+    """masked_fill.Scalar (ops.yaml:698 sample 3)"""
+    value = 1.0
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_323(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:715 sample 0)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_324(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:715 sample 1)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_325(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:715 sample 2)"""
+    return torch.ops.aten.masked_fill(self, mask, value)
+
+
+def case_326(self):
+    """sum (ops.yaml:730 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_116(self):
-    """sum (ops.yaml:269 sample 1)"""
+def case_327(self):
+    """sum (ops.yaml:730 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_117(self):
-    """sum (ops.yaml:269 sample 2)"""
+def case_328(self):
+    """sum (ops.yaml:730 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_118(self):
-    """sum (ops.yaml:269 sample 3)"""
+def case_329(self):
+    """sum (ops.yaml:730 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_119(self):
-    """sum.dim (ops.yaml:284 sample 0)"""
+def case_330(self):
+    """sum.dim (ops.yaml:745 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_120(self):
-    """sum.dim (ops.yaml:284 sample 1)"""
+def case_331(self):
+    """sum.dim (ops.yaml:745 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_121(self):
-    """sum.dim (ops.yaml:284 sample 2)"""
+def case_332(self):
+    """sum.dim (ops.yaml:745 sample 2)"""
     dim = [-1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_122(self):
-    """sum.dim (ops.yaml:284 sample 3)"""
+def case_333(self):
+    """sum.dim (ops.yaml:745 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_123(self):
-    """mean (ops.yaml:298 sample 0)"""
+def case_334(self):
+    """mean (ops.yaml:759 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_124(self):
-    """mean (ops.yaml:298 sample 1)"""
+def case_335(self):
+    """mean (ops.yaml:759 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_125(self):
-    """mean (ops.yaml:298 sample 2)"""
+def case_336(self):
+    """mean (ops.yaml:759 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_126(self):
-    """mean.dim (ops.yaml:312 sample 0)"""
+def case_337(self):
+    """mean.dim (ops.yaml:773 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_127(self):
-    """mean.dim (ops.yaml:312 sample 1)"""
+def case_338(self):
+    """mean.dim (ops.yaml:773 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_128(self):
-    """amax (ops.yaml:324 sample 0)"""
+def case_339(self):
+    """amax (ops.yaml:785 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_129(self):
-    """amax (ops.yaml:324 sample 1)"""
+def case_340(self):
+    """amax (ops.yaml:785 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_130(self):
-    """amax (ops.yaml:324 sample 2)"""
+def case_341(self):
+    """amax (ops.yaml:785 sample 2)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_131(self, mat2):
-    """mm (ops.yaml:346 sample 0)"""
+def case_342(self):
+    """amin (ops.yaml:798 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_343(self):
+    """amin (ops.yaml:798 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_344(self):
+    """amin (ops.yaml:798 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_345(self):
+    """amin (ops.yaml:798 sample 3)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_346(self):
+    """amin (ops.yaml:798 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_347(self):
+    """max (ops.yaml:812 sample 0)"""
+    return torch.ops.aten.max(self)
+
+
+def case_348(self):
+    """max (ops.yaml:812 sample 1)"""
+    return torch.ops.aten.max(self)
+
+
+def case_349(self):
+    """max (ops.yaml:812 sample 2)"""
+    return torch.ops.aten.max(self)
+
+
+def case_350(self):
+    """min (ops.yaml:824 sample 0)"""
+    return torch.ops.aten.min(self)
+
+
+def case_351(self):
+    """min (ops.yaml:824 sample 1)"""
+    return torch.ops.aten.min(self)
+
+
+def case_352(self):
+    """min (ops.yaml:824 sample 2)"""
+    return torch.ops.aten.min(self)
+
+
+def case_353(self):
+    """max.dim (ops.yaml:838 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_354(self):
+    """max.dim (ops.yaml:838 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_355(self):
+    """max.dim (ops.yaml:838 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_356(self):
+    """max.dim (ops.yaml:838 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_357(self):
+    """max.dim (ops.yaml:838 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_358(self):
+    """max.dim (ops.yaml:838 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_359(self):
+    """max.dim (ops.yaml:838 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_360(self):
+    """max.dim (ops.yaml:838 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_361(self):
+    """max.dim (ops.yaml:838 sample 4 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_362(self):
+    """max.dim (ops.yaml:838 sample 4 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_363(self):
+    """min.dim (ops.yaml:854 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_364(self):
+    """min.dim (ops.yaml:854 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_365(self):
+    """min.dim (ops.yaml:854 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_366(self):
+    """min.dim (ops.yaml:854 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_367(self):
+    """min.dim (ops.yaml:854 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_368(self):
+    """min.dim (ops.yaml:854 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_369(self):
+    """min.dim (ops.yaml:854 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_370(self):
+    """min.dim (ops.yaml:854 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_371(self):
+    """argmax (ops.yaml:868 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_372(self):
+    """argmax (ops.yaml:868 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_373(self):
+    """argmax (ops.yaml:868 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_374(self):
+    """argmax (ops.yaml:868 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_375(self):
+    """argmax (ops.yaml:868 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_376(self):
+    """argmin (ops.yaml:883 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_377(self):
+    """argmin (ops.yaml:883 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_378(self):
+    """argmin (ops.yaml:883 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_379(self):
+    """argmin (ops.yaml:883 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_380(self):
+    """prod (ops.yaml:897 sample 0)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_381(self):
+    """prod (ops.yaml:897 sample 1)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_382(self):
+    """prod (ops.yaml:897 sample 2)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_383(self):
+    """prod (ops.yaml:897 sample 3)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_384(self):
+    """prod.dim_int (ops.yaml:912 sample 0)"""
+    dim = 1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_385(self):
+    """prod.dim_int (ops.yaml:912 sample 1)"""
+    dim = 0
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_386(self):
+    """prod.dim_int (ops.yaml:912 sample 2)"""
+    dim = -1
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_387(self):
+    """prod.dim_int (ops.yaml:912 sample 3)"""
+    dim = 0
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
+
+
+def case_388(self):
+    """all (ops.yaml:926 sample 0)"""
+    return torch.ops.aten.all(self)
+
+
+def case_389(self):
+    """all (ops.yaml:926 sample 1)"""
+    return torch.ops.aten.all(self)
+
+
+def case_390(self):
+    """all.dim (ops.yaml:939 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_391(self):
+    """all.dim (ops.yaml:939 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_392(self):
+    """all.dim (ops.yaml:939 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.all(self, dim, keepdim)
+
+
+def case_393(self):
+    """any (ops.yaml:952 sample 0)"""
+    return torch.ops.aten.any(self)
+
+
+def case_394(self):
+    """any (ops.yaml:952 sample 1)"""
+    return torch.ops.aten.any(self)
+
+
+def case_395(self):
+    """any.dim (ops.yaml:965 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_396(self):
+    """any.dim (ops.yaml:965 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_397(self):
+    """any.dim (ops.yaml:965 sample 2)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.any(self, dim, keepdim)
+
+
+def case_398(self):
+    """cumsum (ops.yaml:978 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_399(self):
+    """cumsum (ops.yaml:978 sample 1)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_400(self):
+    """cumsum (ops.yaml:978 sample 2)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_401(self):
+    """cumsum (ops.yaml:978 sample 3)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_402(self):
+    """cumsum (ops.yaml:978 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.cumsum(self, dim, dtype=dtype)
+
+
+def case_403(self):
+    """logsumexp (ops.yaml:992 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_404(self):
+    """logsumexp (ops.yaml:992 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_405(self):
+    """logsumexp (ops.yaml:992 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_406(self):
+    """logsumexp (ops.yaml:992 sample 3)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.logsumexp(self, dim, keepdim)
+
+
+def case_407(self):
+    """var.correction (ops.yaml:1005 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_408(self):
+    """var.correction (ops.yaml:1005 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_409(self):
+    """var.correction (ops.yaml:1005 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_410(self):
+    """var.correction (ops.yaml:1005 sample 3)"""
+    dim = []
+    correction = None
+    keepdim = False
+    return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_411(self):
+    """std.correction (ops.yaml:1019 sample 0)"""
+    dim = [1]
+    correction = None
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_412(self):
+    """std.correction (ops.yaml:1019 sample 1)"""
+    dim = [0, 2]
+    correction = None
+    keepdim = True
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_413(self):
+    """std.correction (ops.yaml:1019 sample 2)"""
+    dim = [0]
+    correction = 0
+    keepdim = False
+    return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
+
+
+def case_414(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
+    ord = 2
+    dim = [1]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_415(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
+    ord = 1
+    dim = [0, 2]
+    keepdim = True
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_416(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
+    ord = 2
+    dim = [0]
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_417(self):
+    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
+    ord = 2
+    dim = []
+    keepdim = False
+    dtype = None
+    return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
+
+
+def case_418(self, mat2):
+    """mm (ops.yaml:1103 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_132(self, mat2):
-    """mm (ops.yaml:346 sample 1)"""
+def case_419(self, mat2):
+    """mm (ops.yaml:1103 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_133(self, mat2):
-    """mm (ops.yaml:346 sample 2)"""
+def case_420(self, mat2):
+    """mm (ops.yaml:1103 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_134(self, mat2):
-    """mm (ops.yaml:346 sample 3)"""
+def case_421(self, mat2):
+    """mm (ops.yaml:1103 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_135(self, other):
-    """matmul (ops.yaml:364 sample 0)"""
+def case_422(self, other):
+    """matmul (ops.yaml:1121 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_136(self, other):
-    """matmul (ops.yaml:364 sample 1)"""
+def case_423(self, other):
+    """matmul (ops.yaml:1121 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_137(self, other):
-    """matmul (ops.yaml:364 sample 2)"""
+def case_424(self, other):
+    """matmul (ops.yaml:1121 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_138(self, other):
-    """matmul (ops.yaml:364 sample 3)"""
+def case_425(self, other):
+    """matmul (ops.yaml:1121 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_139(self, other):
-    """matmul (ops.yaml:364 sample 4)"""
+def case_426(self, other):
+    """matmul (ops.yaml:1121 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_140(self, other):
-    """matmul (ops.yaml:364 sample 5)"""
+def case_427(self, other):
+    """matmul (ops.yaml:1121 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_141(self, other):
-    """matmul (ops.yaml:364 sample 6)"""
+def case_428(self, other):
+    """matmul (ops.yaml:1121 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_142(self, other):
-    """matmul (ops.yaml:364 sample 7)"""
+def case_429(self, other):
+    """matmul (ops.yaml:1121 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_143(self, other):
-    """matmul (ops.yaml:364 sample 8)"""
+def case_430(self, other):
+    """matmul (ops.yaml:1121 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_144(self, other):
-    """matmul (ops.yaml:364 sample 9)"""
+def case_431(self, other):
+    """matmul (ops.yaml:1121 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_145(self, other):
-    """matmul (ops.yaml:364 sample 10)"""
+def case_432(self, other):
+    """matmul (ops.yaml:1121 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_146(self, mat2):
-    """bmm (ops.yaml:394 sample 0)"""
+def case_433(self, mat2):
+    """bmm (ops.yaml:1151 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_147(self, mat2):
-    """bmm (ops.yaml:394 sample 1)"""
+def case_434(self, mat2):
+    """bmm (ops.yaml:1151 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_148(self, mat2):
-    """bmm (ops.yaml:394 sample 2)"""
+def case_435(self, mat2):
+    """bmm (ops.yaml:1151 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_149(self, mat2):
-    """bmm (ops.yaml:394 sample 3)"""
+def case_436(self, mat2):
+    """bmm (ops.yaml:1151 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_150(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 0)"""
+def case_437(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_151(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 1)"""
+def case_438(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_152(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 2)"""
+def case_439(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_153(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 3)"""
+def case_440(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_154(self, mat1, mat2):
-    """addmm (ops.yaml:421 sample 4)"""
+def case_441(self, mat1, mat2):
+    """addmm (ops.yaml:1178 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_155(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 0)"""
+def case_442(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_156(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 1)"""
+def case_443(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_157(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 2)"""
+def case_444(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_158(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 3)"""
+def case_445(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_159(self, batch1, batch2):
-    """baddbmm (ops.yaml:453 sample 4)"""
+def case_446(self, batch1, batch2):
+    """baddbmm (ops.yaml:1210 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_160(self, tensor):
-    """dot (ops.yaml:474 sample 0)"""
+def case_447(self, tensor):
+    """dot (ops.yaml:1231 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_161(self, tensor):
-    """dot (ops.yaml:474 sample 1)"""
+def case_448(self, tensor):
+    """dot (ops.yaml:1231 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_162(self, tensor):
-    """dot (ops.yaml:474 sample 2)"""
+def case_449(self, tensor):
+    """dot (ops.yaml:1231 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_163(self, vec2):
-    """outer (ops.yaml:491 sample 0)"""
+def case_450(self, vec2):
+    """outer (ops.yaml:1248 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_164(self, vec2):
-    """outer (ops.yaml:491 sample 1)"""
+def case_451(self, vec2):
+    """outer (ops.yaml:1248 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_165(self, vec2):
-    """outer (ops.yaml:491 sample 2)"""
+def case_452(self, vec2):
+    """outer (ops.yaml:1248 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_166(input, weight, bias):
-    """linear (ops.yaml:510 sample 0)"""
+def case_453(input, weight, bias):
+    """linear (ops.yaml:1267 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_167(input, weight, bias):
-    """linear (ops.yaml:510 sample 1)"""
+def case_454(input, weight, bias):
+    """linear (ops.yaml:1267 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_168(input, weight):
-    """linear (ops.yaml:510 sample 2)"""
+def case_455(input, weight):
+    """linear (ops.yaml:1267 sample 2)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_169(input, weight, bias):
-    """linear (ops.yaml:510 sample 3)"""
+def case_456(input, weight, bias):
+    """linear (ops.yaml:1267 sample 3)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_170(input, weight, bias):
-    """linear (ops.yaml:510 sample 4)"""
+def case_457(input, weight, bias):
+    """linear (ops.yaml:1267 sample 4)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_171(input, weight, bias):
-    """linear (ops.yaml:510 sample 5)"""
+def case_458(input, weight, bias):
+    """linear (ops.yaml:1267 sample 5)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_172(input, weight):
-    """linear (ops.yaml:510 sample 6)"""
+def case_459(input, weight):
+    """linear (ops.yaml:1267 sample 6)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_173(input, weight):
-    """linear (ops.yaml:510 sample 7)"""
+def case_460(input, weight):
+    """linear (ops.yaml:1267 sample 7)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_174(input, weight):
-    """linear (ops.yaml:510 sample 8)"""
+def case_461(input, weight):
+    """linear (ops.yaml:1267 sample 8)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_175(input, weight, bias):
-    """linear (ops.yaml:510 sample 9)"""
+def case_462(input, weight, bias):
+    """linear (ops.yaml:1267 sample 9)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_176(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:536 sample 0)"""
+def case_463(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1293 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_177(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:536 sample 1)"""
+def case_464(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1293 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_178(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:536 sample 2)"""
+def case_465(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1293 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_179(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:536 sample 3)"""
+def case_466(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1293 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_180(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:557 sample 0)"""
+def case_467(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1314 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_181(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:557 sample 1)"""
+def case_468(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1314 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_182(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:557 sample 2)"""
+def case_469(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1314 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_183(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:557 sample 3)"""
+def case_470(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1314 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_184(self):
-    """t (ops.yaml:575 sample 0)"""
+def case_471(self):
+    """t (ops.yaml:1332 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_185(self):
-    """t (ops.yaml:575 sample 1)"""
+def case_472(self):
+    """t (ops.yaml:1332 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_186(self):
-    """transpose (ops.yaml:586 sample 0)"""
+def case_473(self):
+    """transpose (ops.yaml:1343 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_187(self):
-    """transpose (ops.yaml:586 sample 1)"""
+def case_474(self):
+    """transpose (ops.yaml:1343 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_188(self):
-    """permute (ops.yaml:600 sample 0)"""
+def case_475(self):
+    """permute (ops.yaml:1357 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_189(self):
-    """view (ops.yaml:609 sample 0)"""
+def case_476(self):
+    """view (ops.yaml:1366 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_190(self):
-    """view (ops.yaml:609 sample 1)"""
+def case_477(self):
+    """view (ops.yaml:1366 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_191(self):
-    """reshape (ops.yaml:619 sample 0)"""
+def case_478(self):
+    """reshape (ops.yaml:1376 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_192(self):
-    """reshape (ops.yaml:619 sample 1)"""
+def case_479(self):
+    """reshape (ops.yaml:1376 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_193(self):
-    """expand (ops.yaml:629 sample 0)"""
+def case_480(self):
+    """expand (ops.yaml:1386 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_194(self):
-    """expand (ops.yaml:629 sample 1)"""
+def case_481(self):
+    """expand (ops.yaml:1386 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_195(self):
-    """squeeze (ops.yaml:639 sample 0)"""
+def case_482(self):
+    """squeeze (ops.yaml:1396 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_196(self):
-    """squeeze.dim (ops.yaml:649 sample 0)"""
+def case_483(self):
+    """squeeze.dim (ops.yaml:1406 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_197(self):
-    """squeeze.dim (ops.yaml:649 sample 1)"""
+def case_484(self):
+    """squeeze.dim (ops.yaml:1406 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_198(self):
-    """unsqueeze (ops.yaml:660 sample 0)"""
+def case_485(self):
+    """unsqueeze (ops.yaml:1417 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_199(self):
-    """unsqueeze (ops.yaml:660 sample 1)"""
+def case_486(self):
+    """unsqueeze (ops.yaml:1417 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_200(self):
-    """slice (ops.yaml:674 sample 0)"""
+def case_487(self):
+    """slice (ops.yaml:1431 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -1148,8 +2826,8 @@ def case_200(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_201(self):
-    """slice (ops.yaml:674 sample 1)"""
+def case_488(self):
+    """slice (ops.yaml:1431 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -1157,43 +2835,2146 @@ def case_201(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_202(self):
-    """select (ops.yaml:685 sample 0)"""
+def case_489(self):
+    """select (ops.yaml:1442 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_203(self):
-    """select (ops.yaml:685 sample 1)"""
+def case_490(self):
+    """select (ops.yaml:1442 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_204(self):
-    """contiguous (ops.yaml:695 sample 0)"""
+def case_491(self):
+    """contiguous (ops.yaml:1452 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_205():
-    """zeros (ops.yaml:715 sample 0)"""
+def case_492(self):
+    """flatten.using_ints (ops.yaml:1465 sample 0)"""
+    start_dim = 1
+    end_dim = 2
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_493(self):
+    """flatten.using_ints (ops.yaml:1465 sample 1)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_494(self):
+    """flatten.using_ints (ops.yaml:1465 sample 2)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_495(self):
+    """flatten.using_ints (ops.yaml:1465 sample 3)"""
+    start_dim = 0
+    end_dim = 1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_496(self):
+    """flatten.using_ints (ops.yaml:1465 sample 4)"""
+    start_dim = 0
+    end_dim = -1
+    return torch.ops.aten.flatten(self, start_dim, end_dim)
+
+
+def case_497(self):
+    """unflatten.int (ops.yaml:1484 sample 0)"""
+    dim = 1
+    sizes = [2, 3]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_498(self):
+    """unflatten.int (ops.yaml:1484 sample 1)"""
+    dim = 0
+    sizes = [-1, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_499(self):
+    """unflatten.int (ops.yaml:1484 sample 2)"""
+    dim = 1
+    sizes = [3, 2]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_500(self):
+    """unflatten.int (ops.yaml:1484 sample 3)"""
+    dim = 0
+    sizes = [0, 5]
+    return torch.ops.aten.unflatten(self, dim, sizes)
+
+
+def case_501(self):
+    """broadcast_to (ops.yaml:1496 sample 0)"""
+    size = [3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_502(self):
+    """broadcast_to (ops.yaml:1496 sample 1)"""
+    size = [2, 3, 4]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_503(self):
+    """broadcast_to (ops.yaml:1496 sample 2)"""
+    size = [2, 3, 5]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_504(self):
+    """broadcast_to (ops.yaml:1496 sample 3)"""
+    size = [2, 0]
+    return torch.ops.aten.broadcast_to(self, size)
+
+
+def case_505(self):
+    """narrow (ops.yaml:1514 sample 0)"""
+    dim = 0
+    start = 1
+    length = 3
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_506(self):
+    """narrow (ops.yaml:1514 sample 1)"""
+    dim = 1
+    start = -3
+    length = 2
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_507(self):
+    """narrow (ops.yaml:1514 sample 2)"""
+    dim = 0
+    start = 2
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_508(self):
+    """narrow (ops.yaml:1514 sample 3)"""
+    dim = 1
+    start = 3
+    length = 0
+    return torch.ops.aten.narrow(self, dim, start, length)
+
+
+def case_509(self):
+    """repeat (ops.yaml:1529 sample 0)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_510(self):
+    """repeat (ops.yaml:1529 sample 1)"""
+    repeats = [2, 1, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_511(self):
+    """repeat (ops.yaml:1529 sample 2)"""
+    repeats = [1, 3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_512(self):
+    """repeat (ops.yaml:1529 sample 3)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_513(self):
+    """repeat (ops.yaml:1529 sample 4)"""
+    repeats = [3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_514(self):
+    """repeat (ops.yaml:1529 sample 5)"""
+    repeats = [0]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_515(self):
+    """flip (ops.yaml:1544 sample 0)"""
+    dims = [0]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_516(self):
+    """flip (ops.yaml:1544 sample 1)"""
+    dims = [0, -1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_517(self):
+    """flip (ops.yaml:1544 sample 2)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_518(self):
+    """flip (ops.yaml:1544 sample 3)"""
+    dims = [1]
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_519(self):
+    """flip (ops.yaml:1544 sample 4)"""
+    dims = []
+    return torch.ops.aten.flip(self, dims)
+
+
+def case_520(self):
+    """roll (ops.yaml:1561 sample 0)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_521(self):
+    """roll (ops.yaml:1561 sample 1)"""
+    shifts = [-5]
+    dims = []
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_522(self):
+    """roll (ops.yaml:1561 sample 2)"""
+    shifts = [1, 2]
+    dims = [0, 2]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_523(self):
+    """roll (ops.yaml:1561 sample 3)"""
+    shifts = [2]
+    dims = [0]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_524(self):
+    """roll (ops.yaml:1561 sample 4)"""
+    shifts = [1]
+    dims = [1]
+    return torch.ops.aten.roll(self, shifts, dims)
+
+
+def case_525(self):
+    """tril (ops.yaml:1585 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_526(self):
+    """tril (ops.yaml:1585 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_527(self):
+    """tril (ops.yaml:1585 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_528(self):
+    """tril (ops.yaml:1585 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_529(self):
+    """tril (ops.yaml:1585 sample 4)"""
+    diagonal = -7
+    return torch.ops.aten.tril(self, diagonal)
+
+
+def case_530(self):
+    """triu (ops.yaml:1601 sample 0)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_531(self):
+    """triu (ops.yaml:1601 sample 1)"""
+    diagonal = 1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_532(self):
+    """triu (ops.yaml:1601 sample 2)"""
+    diagonal = -1
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_533(self):
+    """triu (ops.yaml:1601 sample 3)"""
+    diagonal = 0
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_534(self):
+    """triu (ops.yaml:1601 sample 4)"""
+    diagonal = 9
+    return torch.ops.aten.triu(self, diagonal)
+
+
+def case_535(self):
+    """pad (ops.yaml:1615 sample 0)"""
+    pad = [1, 2]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_536(self):
+    """pad (ops.yaml:1615 sample 1)"""
+    pad = [1, 0, -1, 2]
+    mode = 'constant'
+    value = 1.5
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_537(self):
+    """pad (ops.yaml:1615 sample 2)"""
+    pad = [2, 1, 1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_538(self):
+    """pad (ops.yaml:1615 sample 3)"""
+    pad = [1, 1]
+    mode = 'constant'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_539(self):
+    """pad (ops.yaml:1615 sample 4)"""
+    pad = [2, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_540(self):
+    """pad (ops.yaml:1615 sample 5)"""
+    pad = [1, 2, 3, 1]
+    mode = 'reflect'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_541(self):
+    """pad (ops.yaml:1615 sample 6)"""
+    pad = [2, 3]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_542(self):
+    """pad (ops.yaml:1615 sample 7)"""
+    pad = [1, 2]
+    mode = 'replicate'
+    value = None
+    return torch.nn.functional.pad(self, pad, mode=mode, value=value)
+
+
+def case_543(tensors_0, tensors_1):
+    """cat (ops.yaml:1635 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_544(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1635 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_545(tensors_0, tensors_1):
+    """cat (ops.yaml:1635 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_546(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1635 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_547(tensors_0, tensors_1):
+    """cat (ops.yaml:1635 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_548(tensors_0, tensors_1):
+    """stack (ops.yaml:1656 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_549(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1656 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_550(tensors_0, tensors_1):
+    """stack (ops.yaml:1656 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_551(tensors_0, tensors_1):
+    """stack (ops.yaml:1656 sample 3)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_552(tensors_0, tensors_1):
+    """stack (ops.yaml:1656 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_553(self):
+    """split.Tensor (ops.yaml:1670 sample 0)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_554(self):
+    """split.Tensor (ops.yaml:1670 sample 1)"""
+    split_size = 3
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_555(self):
+    """split.Tensor (ops.yaml:1670 sample 2)"""
+    split_size = 4
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_556(self):
+    """split.Tensor (ops.yaml:1670 sample 3)"""
+    split_size = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
+
+
+def case_557(self):
+    """chunk (ops.yaml:1683 sample 0)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_558(self):
+    """chunk (ops.yaml:1683 sample 1)"""
+    chunks = 4
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_559(self):
+    """chunk (ops.yaml:1683 sample 2)"""
+    chunks = 3
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_560(self):
+    """chunk (ops.yaml:1683 sample 3)"""
+    chunks = 2
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
+
+
+def case_561(self):
+    """unbind.int (ops.yaml:1696 sample 0)"""
+    dim = 0
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_562(self):
+    """unbind.int (ops.yaml:1696 sample 1)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_563(self):
+    """unbind.int (ops.yaml:1696 sample 2)"""
+    dim = -1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_564(self):
+    """unbind.int (ops.yaml:1696 sample 3)"""
+    dim = 1
+    return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
+
+
+def case_565(self, index):
+    """index_select (ops.yaml:1713 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_566(self, index):
+    """index_select (ops.yaml:1713 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_567(self, index):
+    """index_select (ops.yaml:1713 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_568(self, index):
+    """index_select (ops.yaml:1713 sample 3)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_569(self, index):
+    """index_select (ops.yaml:1713 sample 4)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_570(self, index):
+    """index_select (ops.yaml:1713 sample 5)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_571(self, index, source):
+    """index_add (ops.yaml:1737 sample 0)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_572(self, index, source):
+    """index_add (ops.yaml:1737 sample 1)"""
+    dim = 1
+    alpha = 2.5
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_573(self, index, source):
+    """index_add (ops.yaml:1737 sample 2)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_574(self, index, source):
+    """index_add (ops.yaml:1737 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_575(self, index, source):
+    """index_add (ops.yaml:1737 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_576(self, index, source):
+    """index_copy (ops.yaml:1752 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_577(self, index, source):
+    """index_copy (ops.yaml:1752 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_578(self, index, source):
+    """index_copy (ops.yaml:1752 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_579(self, index):
+    """gather (ops.yaml:1765 sample 0)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_580(self, index):
+    """gather (ops.yaml:1765 sample 1)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_581(self, index):
+    """gather (ops.yaml:1765 sample 2)"""
+    dim = -1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_582(self, index):
+    """gather (ops.yaml:1765 sample 3)"""
+    dim = 1
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_583(self, index):
+    """gather (ops.yaml:1765 sample 4)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_584(self, index, src):
+    """scatter.src (ops.yaml:1788 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_585(self, index, src):
+    """scatter.src (ops.yaml:1788 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_586(self, index, src):
+    """scatter.src (ops.yaml:1788 sample 2)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_587(self, index, src):
+    """scatter.src (ops.yaml:1788 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_588(self, index):
+    """scatter.value (ops.yaml:1809 sample 0)"""
+    dim = 1
+    value = 1.5
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_589(self, index):
+    """scatter.value (ops.yaml:1809 sample 1)"""
+    dim = 0
+    value = -2
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_590(self, index):
+    """scatter.value (ops.yaml:1809 sample 2)"""
+    dim = 0
+    value = 1
+    return torch.ops.aten.scatter(self, dim, index, value)
+
+
+def case_591(self, index, src):
+    """scatter_add (ops.yaml:1822 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_592(self, index, src):
+    """scatter_add (ops.yaml:1822 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_593(self, index, src):
+    """scatter_add (ops.yaml:1822 sample 2)"""
+    dim = -1
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_594(self, index, src):
+    """scatter_add (ops.yaml:1822 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_595(self, index, src):
+    """scatter_add (ops.yaml:1822 sample 4)"""
+    dim = 0
+    return torch.ops.aten.scatter_add(self, dim, index, src)
+
+
+def case_596(weight, indices):
+    """embedding (ops.yaml:1841 sample 0)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_597(weight, indices):
+    """embedding (ops.yaml:1841 sample 1)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_598(weight, indices):
+    """embedding (ops.yaml:1841 sample 2)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_599(weight, indices):
+    """embedding (ops.yaml:1841 sample 3)"""
+    padding_idx = -1
+    scale_grad_by_freq = False
+    sparse = False
+    return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+
+def case_600(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1855 sample 0)"""
+    num_weights = 5
+    padding_idx = 1
+    scale_grad_by_freq = False
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_601(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:1855 sample 1)"""
+    num_weights = 4
+    padding_idx = -1
+    scale_grad_by_freq = True
+    return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
+
+
+def case_602(self):
+    """one_hot (ops.yaml:1882 sample 0)"""
+    num_classes = -1
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_603(self):
+    """one_hot (ops.yaml:1882 sample 1)"""
+    num_classes = 6
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_604(self):
+    """one_hot (ops.yaml:1882 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_605(self):
+    """one_hot (ops.yaml:1882 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_606(self):
+    """nonzero (ops.yaml:1894 sample 0)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_607(self):
+    """nonzero (ops.yaml:1894 sample 1)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_608(self):
+    """nonzero (ops.yaml:1894 sample 2)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_609(self):
+    """nonzero (ops.yaml:1894 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_610(self, mask):
+    """masked_select (ops.yaml:1907 sample 0)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_611(self, mask):
+    """masked_select (ops.yaml:1907 sample 1)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_612(self, mask):
+    """masked_select (ops.yaml:1907 sample 2)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_613(self, mask):
+    """masked_select (ops.yaml:1907 sample 3)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_614(self, mask):
+    """masked_select (ops.yaml:1907 sample 4)"""
+    return torch.ops.aten.masked_select(self, mask)
+
+
+def case_615(self):
+    """argsort (ops.yaml:1922 sample 0)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_616(self):
+    """argsort (ops.yaml:1922 sample 1)"""
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_617(self):
+    """argsort (ops.yaml:1922 sample 2)"""
+    dim = 1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_618(self):
+    """argsort (ops.yaml:1922 sample 3)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_619(self):
+    """argsort (ops.yaml:1922 sample 4)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_620(self, indices_0):
+    """index.Tensor (ops.yaml:1936 sample 0)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_621(self, indices_1):
+    """index.Tensor (ops.yaml:1936 sample 1)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_622(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:1936 sample 2)"""
+    indices = [indices_0, None, indices_2]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_623(self, indices_0):
+    """index.Tensor (ops.yaml:1936 sample 3)"""
+    indices = [indices_0]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_624(self, indices_1):
+    """index.Tensor (ops.yaml:1936 sample 4)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_625(self, indices_1):
+    """index.Tensor (ops.yaml:1936 sample 5)"""
+    indices = [None, indices_1]
+    return torch.ops.aten.index(self, indices)
+
+
+def case_626(self, indices_0, values):
+    """index_put (ops.yaml:1951 sample 0)"""
+    indices = [indices_0]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_627(self, indices_1, values):
+    """index_put (ops.yaml:1951 sample 1)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_628(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:1951 sample 2)"""
+    indices = [indices_0, indices_1]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_629(self, indices_0, values):
+    """index_put (ops.yaml:1951 sample 3)"""
+    indices = [indices_0]
+    accumulate = False
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_630(self, indices_1, values):
+    """index_put (ops.yaml:1951 sample 4)"""
+    indices = [None, indices_1]
+    accumulate = True
+    return torch.ops.aten.index_put(self, indices, values, accumulate)
+
+
+def case_631(self):
+    """sort (ops.yaml:1966 sample 0 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_632(self):
+    """sort (ops.yaml:1966 sample 0 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_633(self):
+    """sort (ops.yaml:1966 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_634(self):
+    """sort (ops.yaml:1966 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_635(self):
+    """sort (ops.yaml:1966 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_636(self):
+    """sort (ops.yaml:1966 sample 2 result indices)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_637(self):
+    """sort (ops.yaml:1966 sample 3 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_638(self):
+    """sort (ops.yaml:1966 sample 3 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_639(self):
+    """sort (ops.yaml:1966 sample 4 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_640(self):
+    """sort (ops.yaml:1966 sample 4 result indices)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_641(self):
+    """sort.stable (ops.yaml:1982 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_642(self):
+    """sort.stable (ops.yaml:1982 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_643(self):
+    """sort.stable (ops.yaml:1982 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_644(self):
+    """sort.stable (ops.yaml:1982 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_645(self):
+    """topk (ops.yaml:1996 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_646(self):
+    """topk (ops.yaml:1996 sample 0 result indices)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_647(self):
+    """topk (ops.yaml:1996 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_648(self):
+    """topk (ops.yaml:1996 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_649(self):
+    """topk (ops.yaml:1996 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_650(self):
+    """topk (ops.yaml:1996 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_651(self):
+    """topk (ops.yaml:1996 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_652(self):
+    """topk (ops.yaml:1996 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_653(self):
+    """topk (ops.yaml:1996 sample 4 result values)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_654(self):
+    """topk (ops.yaml:1996 sample 4 result indices)"""
+    k = 1
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_655(self):
+    """avg_pool2d (ops.yaml:2018 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_656(self):
+    """avg_pool2d (ops.yaml:2018 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_657(self):
+    """avg_pool2d (ops.yaml:2018 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    ceil_mode = True
+    count_include_pad = True
+    divisor_override = 4
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_658(self):
+    """avg_pool2d (ops.yaml:2018 sample 3)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
+
+
+def case_659(self):
+    """adaptive_avg_pool2d (ops.yaml:2037 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_660(self):
+    """adaptive_avg_pool2d (ops.yaml:2037 sample 1)"""
+    output_size = [4]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_661(self):
+    """adaptive_avg_pool2d (ops.yaml:2037 sample 2)"""
+    output_size = [4, 3]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_662(self):
+    """adaptive_avg_pool2d (ops.yaml:2037 sample 3)"""
+    output_size = [2, 2]
+    return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
+
+
+def case_663(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2052 sample 0)"""
+    kernel_size = [2, 2]
+    stride = [2, 2]
+    padding = [0, 0]
+    ceil_mode = False
+    count_include_pad = True
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_664(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2052 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    ceil_mode = True
+    count_include_pad = False
+    divisor_override = None
+    return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
+
+
+def case_665(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2065 sample 0)"""
+    output_size = [3, 2]
+    return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
+
+
+def case_666(input, weight, bias):
+    """conv2d (ops.yaml:2112 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_667(input, weight, bias):
+    """conv2d (ops.yaml:2112 sample 1)"""
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_668(input, weight, bias):
+    """conv2d (ops.yaml:2112 sample 2)"""
+    stride = [2]
+    padding = [1]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_669(input, weight, bias):
+    """conv2d (ops.yaml:2112 sample 3)"""
+    stride = []
+    padding = [1, 0]
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_670(input, weight, bias):
+    """conv2d (ops.yaml:2112 sample 4)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_671(input, weight):
+    """conv2d (ops.yaml:2112 sample 5)"""
+    bias = None
+    stride = [1, 2]
+    padding = []
+    dilation = [2, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_672(input, weight, bias):
+    """conv2d.padding (ops.yaml:2134 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_673(input, weight, bias):
+    """conv2d.padding (ops.yaml:2134 sample 1)"""
+    stride = []
+    padding = 'same'
+    dilation = [3, 1]
+    groups = 2
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_674(input, weight, bias):
+    """conv2d.padding (ops.yaml:2134 sample 2)"""
+    stride = [2]
+    padding = 'valid'
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_675(input, weight, bias):
+    """conv1d (ops.yaml:2154 sample 0)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_676(input, weight, bias):
+    """conv1d (ops.yaml:2154 sample 1)"""
+    stride = [2]
+    padding = [1]
+    dilation = [3]
+    groups = 2
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_677(input, weight, bias):
+    """conv1d (ops.yaml:2154 sample 2)"""
+    stride = []
+    padding = []
+    dilation = []
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_678(input, weight, bias):
+    """conv1d.padding (ops.yaml:2173 sample 0)"""
+    stride = []
+    padding = 'same'
+    dilation = [1]
+    groups = 1
+    return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
+
+
+def case_679(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2191 sample 0)"""
+    stride = []
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_680(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2191 sample 1)"""
+    stride = [2, 3]
+    padding = [1, 2]
+    output_padding = [1, 2]
+    groups = 2
+    dilation = [1, 2]
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_681(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2191 sample 2)"""
+    stride = [2]
+    padding = []
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_682(input, weight):
+    """conv_transpose2d.input (ops.yaml:2191 sample 3)"""
+    bias = None
+    stride = [2]
+    padding = [1]
+    output_padding = []
+    groups = 1
+    dilation = []
+    return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
+
+
+def case_683(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2207 sample 0)"""
+    input_size = [2, 3, 6, 5]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_684(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2207 sample 1)"""
+    input_size = [2, 4, 7, 6]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_685(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2220 sample 0)"""
+    weight_size = [4, 3, 3, 2]
+    stride = [1, 1]
+    padding = [0, 0]
+    dilation = [1, 1]
+    groups = 1
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_686(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2220 sample 1)"""
+    weight_size = [6, 2, 3, 3]
+    stride = [2, 1]
+    padding = [1, 2]
+    dilation = [1, 2]
+    groups = 2
+    return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
+
+
+def case_687(grad_output):
+    """conv2d_backward_bias (ops.yaml:2234 sample 0)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_688(grad_output):
+    """conv2d_backward_bias (ops.yaml:2234 sample 1)"""
+    return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
+
+
+def case_689(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_690(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_691(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_692(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_693(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_694(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 2 result indices)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_695(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 3 result values)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_696(self):
+    """max_pool2d_with_indices (ops.yaml:2252 sample 3 result indices)"""
+    kernel_size = [2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_697(self):
+    """max_pool2d (ops.yaml:2270 sample 0)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_698(self):
+    """max_pool2d (ops.yaml:2270 sample 1)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_699(self):
+    """max_pool2d (ops.yaml:2270 sample 2)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
+
+
+def case_700(self):
+    """softmax.int (ops.yaml:2293 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_701(self):
+    """softmax.int (ops.yaml:2293 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_702(self):
+    """softmax.int (ops.yaml:2293 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_703(self):
+    """softmax.int (ops.yaml:2293 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_704(self):
+    """softmax.int (ops.yaml:2293 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_705(self):
+    """log_softmax.int (ops.yaml:2311 sample 0)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_706(self):
+    """log_softmax.int (ops.yaml:2311 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_707(self):
+    """log_softmax.int (ops.yaml:2311 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_708(self):
+    """log_softmax.int (ops.yaml:2311 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_709(self):
+    """log_softmax.int (ops.yaml:2311 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.log_softmax(self, dim, dtype)
+
+
+def case_710(grad_output, output):
+    """softmax_backward_data (ops.yaml:2329 sample 0)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_711(grad_output, output):
+    """softmax_backward_data (ops.yaml:2329 sample 1)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_712(grad_output, output):
+    """softmax_backward_data (ops.yaml:2329 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_713(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2346 sample 0)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_714(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2346 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_715(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2346 sample 2)"""
+    dim = 0
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_716(input):
+    """dropout (ops.yaml:2385 sample 0)"""
+    p = 0.5
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_717(input):
+    """dropout (ops.yaml:2385 sample 1)"""
+    p = 0.25
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_718(input):
+    """dropout (ops.yaml:2385 sample 2)"""
+    p = 0.5
+    train = False
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_719(input):
+    """dropout (ops.yaml:2385 sample 3)"""
+    p = 0.5
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_720(input):
+    """dropout (ops.yaml:2385 sample 4)"""
+    p = 1.0
+    train = True
+    generator = None
+    return torch.ops.aten.dropout(input, p, train, generator=generator)
+
+
+def case_721(self, target):
+    """mse_loss (ops.yaml:2399 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_722(self, target):
+    """mse_loss (ops.yaml:2399 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_723(self, target):
+    """mse_loss (ops.yaml:2399 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_724(self, target):
+    """mse_loss (ops.yaml:2399 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_725(self, target):
+    """mse_loss (ops.yaml:2399 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_726(self, target):
+    """l1_loss (ops.yaml:2414 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_727(self, target):
+    """l1_loss (ops.yaml:2414 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_728(self, target):
+    """l1_loss (ops.yaml:2414 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_729(self, target):
+    """l1_loss (ops.yaml:2414 sample 3)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_730(self, target):
+    """l1_loss (ops.yaml:2414 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_731(self, target):
+    """smooth_l1_loss (ops.yaml:2429 sample 0)"""
+    reduction = 'mean'
+    beta = 0.5
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_732(self, target):
+    """smooth_l1_loss (ops.yaml:2429 sample 1)"""
+    reduction = 'none'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_733(self, target):
+    """smooth_l1_loss (ops.yaml:2429 sample 2)"""
+    reduction = 'sum'
+    beta = 0.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_734(self, target):
+    """smooth_l1_loss (ops.yaml:2429 sample 3)"""
+    reduction = 'mean'
+    beta = 2.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_735(self, target):
+    """smooth_l1_loss (ops.yaml:2429 sample 4)"""
+    reduction = 'sum'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_736(self, target):
+    """smooth_l1_loss (ops.yaml:2429 sample 5)"""
+    reduction = 'mean'
+    beta = 1.0
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def case_737(self, target):
+    """huber_loss (ops.yaml:2445 sample 0)"""
+    reduction = 'mean'
+    delta = 0.5
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_738(self, target):
+    """huber_loss (ops.yaml:2445 sample 1)"""
+    reduction = 'none'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_739(self, target):
+    """huber_loss (ops.yaml:2445 sample 2)"""
+    reduction = 'sum'
+    delta = 2.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_740(self, target):
+    """huber_loss (ops.yaml:2445 sample 3)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_741(self, target):
+    """huber_loss (ops.yaml:2445 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
+
+
+def case_742(self, target):
+    """binary_cross_entropy (ops.yaml:2461 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_743(self, target):
+    """binary_cross_entropy (ops.yaml:2461 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_744(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2461 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_745(self, target):
+    """binary_cross_entropy (ops.yaml:2461 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_746(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2461 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_747(self, target, weight):
+    """binary_cross_entropy (ops.yaml:2461 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
+
+
+def case_748(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 0)"""
+    weight = None
+    pos_weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_749(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 1)"""
+    pos_weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_750(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_751(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_752(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_753(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 5)"""
+    weight = None
+    pos_weight = None
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
+
+
+def case_754(self, target):
+    """nll_loss (ops.yaml:2500 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_755(self, target, weight):
+    """nll_loss (ops.yaml:2500 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_756(self, target, weight):
+    """nll_loss (ops.yaml:2500 sample 2)"""
+    reduction = 'none'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_757(self, target):
+    """nll_loss (ops.yaml:2500 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 3
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_758(self, target, weight):
+    """nll_loss (ops.yaml:2500 sample 4)"""
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_759(self, target):
+    """nll_loss (ops.yaml:2500 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
+
+
+def case_760(self, target):
+    """cross_entropy_loss (ops.yaml:2523 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_761(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2523 sample 1)"""
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_762(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2523 sample 2)"""
+    reduction = 'mean'
+    ignore_index = 3
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_763(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2523 sample 3)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_764(self, target):
+    """cross_entropy_loss (ops.yaml:2523 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_765(self, target):
+    """cross_entropy_loss (ops.yaml:2523 sample 5)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.3
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_766(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2523 sample 6)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_767(self, target):
+    """cross_entropy_loss (ops.yaml:2523 sample 7)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_768(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2523 sample 8)"""
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.25
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_769(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2523 sample 9)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_770(self, target):
+    """cross_entropy_loss (ops.yaml:2523 sample 10)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_771(self, target, weight):
+    """cross_entropy_loss (ops.yaml:2523 sample 11)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_772(self, target):
+    """cross_entropy_index (ops.yaml:2548 sample 0)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = 2
+    label_smoothing = 0.2
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_773(self, target):
+    """cross_entropy_index (ops.yaml:2548 sample 1)"""
+    weight = None
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_774(self, target):
+    """cross_entropy_index (ops.yaml:2548 sample 2)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_775(self, target):
+    """cross_entropy_index (ops.yaml:2548 sample 3)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = 4
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_776(self, target):
+    """cross_entropy_index (ops.yaml:2548 sample 4)"""
+    weight = None
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_777():
+    """empty (ops.yaml:2574 sample 0)"""
+    size = [2, 3]
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_778():
+    """empty (ops.yaml:2574 sample 1)"""
+    size = [0, 3]
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_779():
+    """empty (ops.yaml:2574 sample 2)"""
+    size = []
+    dtype = None
+    device = None
+    return torch.zeros(size, dtype=dtype)
+
+
+def case_780():
+    """zeros (ops.yaml:2581 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_206():
-    """ones (ops.yaml:723 sample 0)"""
+def case_781():
+    """ones (ops.yaml:2589 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_207():
-    """full (ops.yaml:731 sample 0)"""
+def case_782():
+    """full (ops.yaml:2604 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -1201,8 +4982,89 @@ def case_207():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_208():
-    """arange (ops.yaml:746 sample 0)"""
+def case_783():
+    """full (ops.yaml:2604 sample 1)"""
+    size = [2, 3]
+    fill_value = 7
+    dtype = None
+    device = None
+    return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
+
+
+def case_784():
+    """full (ops.yaml:2604 sample 2)"""
+    size = [0]
+    fill_value = 2
+    dtype = None
+    device = None
+    return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
+
+
+def case_785(self):
+    """empty_like (ops.yaml:2615 sample 0)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_786(self):
+    """empty_like (ops.yaml:2615 sample 1)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_787(self):
+    """empty_like (ops.yaml:2615 sample 2)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_788(self):
+    """ones_like (ops.yaml:2635 sample 0)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_789(self):
+    """ones_like (ops.yaml:2635 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_790(self):
+    """ones_like (ops.yaml:2635 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_791(self):
+    """ones_like (ops.yaml:2635 sample 3)"""
+    dtype = torch.int32
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_792(self):
+    """full_like (ops.yaml:2647 sample 0)"""
+    fill_value = 2.5
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_793(self):
+    """full_like (ops.yaml:2647 sample 1)"""
+    fill_value = 3
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_794(self):
+    """full_like (ops.yaml:2647 sample 2)"""
+    fill_value = 3
+    dtype = None
+    return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
+
+
+def case_795():
+    """arange (ops.yaml:2652 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -1211,30 +5073,242 @@ def case_208():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_209():
-    """rand (ops.yaml:754 sample 0)"""
-    size = [2, 3]
+def case_796():
+    """linspace (ops.yaml:2667 sample 0)"""
+    start = 0
+    end = 1
+    steps = 5
     dtype = None
     device = None
-    return torch.ops.aten.rand(size, dtype=dtype, device=device)
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_210():
-    """randn (ops.yaml:765 sample 0)"""
-    size = [2, 3]
+def case_797():
+    """linspace (ops.yaml:2667 sample 1)"""
+    start = -2.5
+    end = 3
+    steps = 1
     dtype = None
     device = None
-    return torch.ops.aten.randn(size, dtype=dtype, device=device)
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_211(self):
-    """sum_to (ops.yaml:784 sample 0)"""
+def case_798():
+    """linspace (ops.yaml:2667 sample 2)"""
+    start = 0
+    end = 1
+    steps = 0
+    dtype = None
+    device = None
+    return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
+
+
+def case_799():
+    """eye (ops.yaml:2679 sample 0)"""
+    n = 3
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, dtype=dtype, device=device)
+
+
+def case_800():
+    """eye (ops.yaml:2679 sample 1)"""
+    n = 0
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, dtype=dtype, device=device)
+
+
+def case_801():
+    """eye.m (ops.yaml:2690 sample 0)"""
+    n = 2
+    m = 4
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
+
+
+def case_802():
+    """eye.m (ops.yaml:2690 sample 1)"""
+    n = 4
+    m = 2
+    dtype = None
+    device = None
+    return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
+
+
+def case_803():
+    """rand (ops.yaml:2694 sample 0)"""
+    size = [2, 3]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
+
+
+def case_804():
+    """randn (ops.yaml:2705 sample 0)"""
+    size = [2, 3]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
+
+
+def case_805(self):
+    """rand_like (ops.yaml:2722 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_806(self):
+    """rand_like (ops.yaml:2722 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
+
+
+def case_807(self):
+    """randn_like (ops.yaml:2732 sample 0)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_808(self):
+    """randn_like (ops.yaml:2732 sample 1)"""
+    generator = None
+    dtype = None
+    return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
+
+
+def case_809():
+    """randint (ops.yaml:2743 sample 0)"""
+    high = 10
+    size = [3, 4]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_810():
+    """randint (ops.yaml:2743 sample 1)"""
+    high = 10
+    size = [0]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_811():
+    """randint.low (ops.yaml:2754 sample 0)"""
+    low = -5
+    high = 5
+    size = [3, 4]
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
+
+
+def case_812():
+    """randperm (ops.yaml:2764 sample 0)"""
+    n = 10
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
+
+
+def case_813():
+    """randperm (ops.yaml:2764 sample 1)"""
+    n = 0
+    generator = None
+    dtype = None
+    device = None
+    return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
+
+
+def case_814(self):
+    """bernoulli.p (ops.yaml:2781 sample 0)"""
+    p = 0.25
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_815(self):
+    """bernoulli.p (ops.yaml:2781 sample 1)"""
+    p = 0.75
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_816(self):
+    """bernoulli.p (ops.yaml:2781 sample 2)"""
+    p = 0.5
+    generator = None
+    return torch.ops.aten.bernoulli(self, p, generator=generator)
+
+
+def case_817(self):
+    """normal (ops.yaml:2792 sample 0)"""
+    mean = 1.0
+    std = 2.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_818(self):
+    """normal (ops.yaml:2792 sample 1)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_819(self):
+    """normal (ops.yaml:2792 sample 2)"""
+    mean = 0.0
+    std = 1.0
+    generator = None
+    return torch.empty_like(self).normal_(mean, std)
+
+
+def case_820(self):
+    """uniform (ops.yaml:2804 sample 0)"""
+    from_ = -1.0
+    to = 3.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_821(self):
+    """uniform (ops.yaml:2804 sample 1)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_822(self):
+    """uniform (ops.yaml:2804 sample 2)"""
+    from_ = 0.0
+    to = 1.0
+    generator = None
+    return torch.ops.aten.uniform(self, from_, to, generator=generator)
+
+
+def case_823(self):
+    """sum_to (ops.yaml:2817 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_212(self):
-    """sum_to (ops.yaml:784 sample 1)"""
+def case_824(self):
+    """sum_to (ops.yaml:2817 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1399,484 +5473,2320 @@ CASES = [
     dict(op="pow.Tensor_Tensor", where="ops.yaml:102 sample 4", fn=case_52, tensors=["self", "exponent"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 0", fn=case_53, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 0", fn=case_53, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 1", fn=case_54, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 1", fn=case_54, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 2", fn=case_55, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 2", fn=case_55, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:114 sample 3", fn=case_56, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="pow.Scalar", where="ops.yaml:119 sample 3", fn=case_56, tensors=["exponent"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 0", fn=case_57, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 0", fn=case_57, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 1", fn=case_58, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 1", fn=case_58, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 2", fn=case_59, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 2", fn=case_59, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:122 sample 3", fn=case_60, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 3", fn=case_60, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 0", fn=case_61, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="maximum", where="ops.yaml:125 sample 4", fn=case_61, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 1", fn=case_62, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="minimum", where="ops.yaml:134 sample 0", fn=case_62, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 2", fn=case_63, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="minimum", where="ops.yaml:134 sample 1", fn=case_63, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:131 sample 3", fn=case_64, tensors=["self"],
-         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+    dict(op="minimum", where="ops.yaml:134 sample 2", fn=case_64, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 0", fn=case_65, tensors=["self"],
+    dict(op="minimum", where="ops.yaml:134 sample 3", fn=case_65, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="minimum", where="ops.yaml:134 sample 4", fn=case_66, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min", where="ops.yaml:143 sample 0", fn=case_67, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 1", fn=case_66, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:143 sample 1", fn=case_68, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 2", fn=case_67, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:143 sample 2", fn=case_69, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:140 sample 3", fn=case_68, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:143 sample 3", fn=case_70, tensors=["self"],
          free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 0", fn=case_69, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:151 sample 0", fn=case_71, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:151 sample 1", fn=case_72, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:151 sample 2", fn=case_73, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:151 sample 3", fn=case_74, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 0", fn=case_75, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 1", fn=case_76, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 2", fn=case_77, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 3", fn=case_78, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:159 sample 4", fn=case_79, tensors=["self", "min"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 0", fn=case_80, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 1", fn=case_81, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 2", fn=case_82, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 3", fn=case_83, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:168 sample 4", fn=case_84, tensors=["self", "max"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 0", fn=case_85, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 1", fn=case_86, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 2", fn=case_87, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 3", fn=case_88, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:177 sample 4", fn=case_89, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 0", fn=case_90, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 1", fn=case_91, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 2", fn=case_92, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:187 sample 3", fn=case_93, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 0", fn=case_94, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 1", fn=case_95, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 2", fn=case_96, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 3", fn=case_97, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:195 sample 4", fn=case_98, tensors=["self", "other"],
+         free=[True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 0", fn=case_99, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 1", fn=case_100, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 2", fn=case_101, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 3", fn=case_102, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:205 sample 4", fn=case_103, tensors=["self", "end"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 0", fn=case_104, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 1", fn=case_105, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 2", fn=case_106, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:222 sample 3", fn=case_107, tensors=["self", "end", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 0", fn=case_108, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 1", fn=case_109, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 2", fn=case_110, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcmul", where="ops.yaml:236 sample 3", fn=case_111, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 0", fn=case_112, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 1", fn=case_113, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 2", fn=case_114, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addcdiv", where="ops.yaml:251 sample 3", fn=case_115, tensors=["self", "tensor1", "tensor2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 0", fn=case_116, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 1", fn=case_117, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 2", fn=case_118, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 3", fn=case_119, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow_scalar_backward", where="ops.yaml:257 sample 4", fn=case_120, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="exp", where="ops.yaml:269 sample 0", fn=case_121, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 1", fn=case_70, tensors=["self"],
+    dict(op="exp", where="ops.yaml:269 sample 1", fn=case_122, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 2", fn=case_71, tensors=["self"],
+    dict(op="exp", where="ops.yaml:269 sample 2", fn=case_123, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:148 sample 3", fn=case_72, tensors=["self"],
+    dict(op="exp", where="ops.yaml:269 sample 3", fn=case_124, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 0", fn=case_73, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 0", fn=case_125, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 1", fn=case_74, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 1", fn=case_126, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 2", fn=case_75, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 2", fn=case_127, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:156 sample 3", fn=case_76, tensors=["self"],
+    dict(op="log", where="ops.yaml:277 sample 3", fn=case_128, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 0", fn=case_77, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 0", fn=case_129, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 1", fn=case_78, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 1", fn=case_130, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 2", fn=case_79, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 2", fn=case_131, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:164 sample 3", fn=case_80, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:286 sample 3", fn=case_132, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 0", fn=case_81, tensors=["self"],
+    dict(op="relu", where="ops.yaml:295 sample 0", fn=case_133, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:295 sample 1", fn=case_134, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:295 sample 2", fn=case_135, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:295 sample 3", fn=case_136, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sigmoid", where="ops.yaml:303 sample 0", fn=case_137, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 1", fn=case_82, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:303 sample 1", fn=case_138, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 2", fn=case_83, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:303 sample 2", fn=case_139, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:172 sample 3", fn=case_84, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:303 sample 3", fn=case_140, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 0", fn=case_85, tensors=["self", "other"],
+    dict(op="tanh", where="ops.yaml:311 sample 0", fn=case_141, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:311 sample 1", fn=case_142, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:311 sample 2", fn=case_143, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:311 sample 3", fn=case_144, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 0", fn=case_145, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 1", fn=case_146, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 2", fn=case_147, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:319 sample 3", fn=case_148, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 0", fn=case_149, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 1", fn=case_150, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 2", fn=case_151, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:327 sample 3", fn=case_152, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 0", fn=case_153, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 1", fn=case_154, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 2", fn=case_155, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:342 sample 3", fn=case_156, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 0", fn=case_157, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 1", fn=case_158, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 2", fn=case_159, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:350 sample 3", fn=case_160, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 0", fn=case_161, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 1", fn=case_162, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 2", fn=case_163, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:357 sample 3", fn=case_164, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 0", fn=case_165, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 1", fn=case_166, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 2", fn=case_167, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:364 sample 3", fn=case_168, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 0", fn=case_169, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 1", fn=case_170, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 2", fn=case_171, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:373 sample 3", fn=case_172, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 0", fn=case_173, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 1", fn=case_174, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 2", fn=case_175, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:382 sample 3", fn=case_176, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 0", fn=case_177, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 1", fn=case_178, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 2", fn=case_179, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:390 sample 3", fn=case_180, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 0", fn=case_181, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 1", fn=case_182, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 2", fn=case_183, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:399 sample 3", fn=case_184, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 0", fn=case_185, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 1", fn=case_186, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 2", fn=case_187, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:408 sample 3", fn=case_188, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 0", fn=case_189, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 1", fn=case_190, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 2", fn=case_191, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:416 sample 3", fn=case_192, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 0", fn=case_193, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 1", fn=case_194, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 2", fn=case_195, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:424 sample 3", fn=case_196, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 0", fn=case_197, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 1", fn=case_198, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 2", fn=case_199, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:432 sample 3", fn=case_200, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 0", fn=case_201, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 1", fn=case_202, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 2", fn=case_203, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:439 sample 3", fn=case_204, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 0", fn=case_205, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 1", fn=case_206, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 2", fn=case_207, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:446 sample 3", fn=case_208, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 0", fn=case_209, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 1", fn=case_210, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 2", fn=case_211, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:453 sample 3", fn=case_212, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 0", fn=case_213, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 1", fn=case_214, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 2", fn=case_215, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:460 sample 3", fn=case_216, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 0", fn=case_217, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 1", fn=case_218, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 2", fn=case_219, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 3", fn=case_220, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:468 sample 4", fn=case_221, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 0", fn=case_222, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 1", fn=case_223, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 2", fn=case_224, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:479 sample 3", fn=case_225, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 0", fn=case_226, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 1", fn=case_227, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 2", fn=case_228, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 3", fn=case_229, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:487 sample 4", fn=case_230, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 0", fn=case_231, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 1", fn=case_232, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 2", fn=case_233, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:498 sample 3", fn=case_234, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 0", fn=case_235, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 1", fn=case_236, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 2", fn=case_237, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:505 sample 3", fn=case_238, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 0", fn=case_239, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 1", fn=case_240, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 2", fn=case_241, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:514 sample 3", fn=case_242, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 0", fn=case_243, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 1", fn=case_86, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 1", fn=case_244, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 2", fn=case_87, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 2", fn=case_245, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 3", fn=case_88, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 3", fn=case_246, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:189 sample 4", fn=case_89, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:525 sample 4", fn=case_247, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 0", fn=case_90, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 0", fn=case_248, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 1", fn=case_91, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 1", fn=case_249, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 2", fn=case_92, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 2", fn=case_250, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:199 sample 3", fn=case_93, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:535 sample 3", fn=case_251, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 0", fn=case_94, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 0", fn=case_252, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 1", fn=case_95, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 1", fn=case_253, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 2", fn=case_96, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 2", fn=case_254, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 3", fn=case_97, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 3", fn=case_255, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:208 sample 4", fn=case_98, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:544 sample 4", fn=case_256, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 0", fn=case_99, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 0", fn=case_257, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 1", fn=case_100, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 1", fn=case_258, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 2", fn=case_101, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 2", fn=case_259, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:218 sample 3", fn=case_102, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:554 sample 3", fn=case_260, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 0", fn=case_103, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 0", fn=case_261, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 1", fn=case_104, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 1", fn=case_262, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 2", fn=case_105, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 2", fn=case_263, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 3", fn=case_106, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 3", fn=case_264, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:227 sample 4", fn=case_107, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:563 sample 4", fn=case_265, tensors=["self", "other"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 0", fn=case_108, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 0", fn=case_266, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 1", fn=case_109, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 1", fn=case_267, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 2", fn=case_110, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 2", fn=case_268, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:237 sample 3", fn=case_111, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:573 sample 3", fn=case_269, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:254 sample 0", fn=case_112, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:590 sample 0", fn=case_270, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:254 sample 1", fn=case_113, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:590 sample 1", fn=case_271, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:254 sample 2", fn=case_114, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:590 sample 2", fn=case_272, tensors=["condition", "self", "other"],
          free=[False, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 0", fn=case_115, tensors=["self"],
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 0", fn=case_273, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 1", fn=case_274, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 2", fn=case_275, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 3", fn=case_276, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:595 sample 4", fn=case_277, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 0", fn=case_278, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 1", fn=case_116, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 1", fn=case_279, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 2", fn=case_117, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 2", fn=case_280, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:269 sample 3", fn=case_118, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:605 sample 3", fn=case_281, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 0", fn=case_119, tensors=["self"],
+    dict(op="le.Tensor", where="ops.yaml:614 sample 0", fn=case_282, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 1", fn=case_283, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 2", fn=case_284, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 3", fn=case_285, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:614 sample 4", fn=case_286, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:624 sample 0", fn=case_287, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 1", fn=case_120, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:624 sample 1", fn=case_288, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 2", fn=case_121, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:624 sample 2", fn=case_289, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:284 sample 3", fn=case_122, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:624 sample 3", fn=case_290, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:298 sample 0", fn=case_123, tensors=["self"],
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 0", fn=case_291, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 1", fn=case_292, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 2", fn=case_293, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 3", fn=case_294, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:633 sample 4", fn=case_295, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 0", fn=case_296, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 1", fn=case_297, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 2", fn=case_298, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:643 sample 3", fn=case_299, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 0", fn=case_300, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 1", fn=case_301, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 2", fn=case_302, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 3", fn=case_303, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:652 sample 4", fn=case_304, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 0", fn=case_305, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 1", fn=case_306, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 2", fn=case_307, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 3", fn=case_308, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:662 sample 4", fn=case_309, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 0", fn=case_310, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 1", fn=case_311, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 2", fn=case_312, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 3", fn=case_313, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:672 sample 4", fn=case_314, tensors=["self", "other"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 0", fn=case_315, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 1", fn=case_316, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 2", fn=case_317, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:682 sample 3", fn=case_318, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 0", fn=case_319, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 1", fn=case_320, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 2", fn=case_321, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:698 sample 3", fn=case_322, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 0", fn=case_323, tensors=["self", "mask", "value"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 1", fn=case_324, tensors=["self", "mask", "value"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Tensor", where="ops.yaml:715 sample 2", fn=case_325, tensors=["self", "mask", "value"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 0", fn=case_326, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 1", fn=case_327, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 2", fn=case_328, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum", where="ops.yaml:730 sample 3", fn=case_329, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 0", fn=case_330, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 1", fn=case_331, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 2", fn=case_332, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum.dim", where="ops.yaml:745 sample 3", fn=case_333, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mean", where="ops.yaml:759 sample 0", fn=case_334, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:298 sample 1", fn=case_124, tensors=["self"],
+    dict(op="mean", where="ops.yaml:759 sample 1", fn=case_335, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:298 sample 2", fn=case_125, tensors=["self"],
+    dict(op="mean", where="ops.yaml:759 sample 2", fn=case_336, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:312 sample 0", fn=case_126, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:773 sample 0", fn=case_337, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:312 sample 1", fn=case_127, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:773 sample 1", fn=case_338, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:324 sample 0", fn=case_128, tensors=["self"],
+    dict(op="amax", where="ops.yaml:785 sample 0", fn=case_339, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:324 sample 1", fn=case_129, tensors=["self"],
+    dict(op="amax", where="ops.yaml:785 sample 1", fn=case_340, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:324 sample 2", fn=case_130, tensors=["self"],
+    dict(op="amax", where="ops.yaml:785 sample 2", fn=case_341, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:346 sample 0", fn=case_131, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:346 sample 1", fn=case_132, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:346 sample 2", fn=case_133, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:346 sample 3", fn=case_134, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 0", fn=case_135, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 1", fn=case_136, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 2", fn=case_137, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 3", fn=case_138, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 4", fn=case_139, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 5", fn=case_140, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 6", fn=case_141, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 7", fn=case_142, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 8", fn=case_143, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 9", fn=case_144, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:364 sample 10", fn=case_145, tensors=["self", "other"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 0", fn=case_146, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 1", fn=case_147, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 2", fn=case_148, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:394 sample 3", fn=case_149, tensors=["self", "mat2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 0", fn=case_150, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 1", fn=case_151, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 2", fn=case_152, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 3", fn=case_153, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="addmm", where="ops.yaml:421 sample 4", fn=case_154, tensors=["self", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 0", fn=case_155, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 1", fn=case_156, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 2", fn=case_157, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 3", fn=case_158, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="baddbmm", where="ops.yaml:453 sample 4", fn=case_159, tensors=["self", "batch1", "batch2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:474 sample 0", fn=case_160, tensors=["self", "tensor"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:474 sample 1", fn=case_161, tensors=["self", "tensor"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="dot", where="ops.yaml:474 sample 2", fn=case_162, tensors=["self", "tensor"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:491 sample 0", fn=case_163, tensors=["self", "vec2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:491 sample 1", fn=case_164, tensors=["self", "vec2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="outer", where="ops.yaml:491 sample 2", fn=case_165, tensors=["self", "vec2"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 0", fn=case_166, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 1", fn=case_167, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 2", fn=case_168, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 3", fn=case_169, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 4", fn=case_170, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 5", fn=case_171, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 6", fn=case_172, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 7", fn=case_173, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 8", fn=case_174, tensors=["input", "weight"],
-         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="linear", where="ops.yaml:510 sample 9", fn=case_175, tensors=["input", "weight", "bias"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 0", fn=case_176, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 1", fn=case_177, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 2", fn=case_178, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:536 sample 3", fn=case_179, tensors=["grad", "mat2", "mat1"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 0", fn=case_180, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 1", fn=case_181, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 2", fn=case_182, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:557 sample 3", fn=case_183, tensors=["grad", "mat1", "mat2"],
-         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="t", where="ops.yaml:575 sample 0", fn=case_184, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 0", fn=case_342, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:575 sample 1", fn=case_185, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 1", fn=case_343, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:586 sample 0", fn=case_186, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 2", fn=case_344, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:586 sample 1", fn=case_187, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 3", fn=case_345, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:600 sample 0", fn=case_188, tensors=["self"],
+    dict(op="amin", where="ops.yaml:798 sample 4", fn=case_346, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:609 sample 0", fn=case_189, tensors=["self"],
+    dict(op="max", where="ops.yaml:812 sample 0", fn=case_347, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:609 sample 1", fn=case_190, tensors=["self"],
+    dict(op="max", where="ops.yaml:812 sample 1", fn=case_348, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:619 sample 0", fn=case_191, tensors=["self"],
+    dict(op="max", where="ops.yaml:812 sample 2", fn=case_349, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:619 sample 1", fn=case_192, tensors=["self"],
+    dict(op="min", where="ops.yaml:824 sample 0", fn=case_350, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:629 sample 0", fn=case_193, tensors=["self"],
+    dict(op="min", where="ops.yaml:824 sample 1", fn=case_351, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:629 sample 1", fn=case_194, tensors=["self"],
+    dict(op="min", where="ops.yaml:824 sample 2", fn=case_352, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:639 sample 0", fn=case_195, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result values", fn=case_353, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:649 sample 0", fn=case_196, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 0 result indices", fn=case_354, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:649 sample 1", fn=case_197, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result values", fn=case_355, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:660 sample 0", fn=case_198, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 1 result indices", fn=case_356, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:660 sample 1", fn=case_199, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result values", fn=case_357, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:674 sample 0", fn=case_200, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 2 result indices", fn=case_358, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:674 sample 1", fn=case_201, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result values", fn=case_359, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:685 sample 0", fn=case_202, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 3 result indices", fn=case_360, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:685 sample 1", fn=case_203, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result values", fn=case_361, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:695 sample 0", fn=case_204, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:838 sample 4 result indices", fn=case_362, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:715 sample 0", fn=case_205, tensors=[],
-         free=[], dtypes=[],
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result values", fn=case_363, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones", where="ops.yaml:723 sample 0", fn=case_206, tensors=[],
-         free=[], dtypes=[],
+    dict(op="min.dim", where="ops.yaml:854 sample 0 result indices", fn=case_364, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full", where="ops.yaml:731 sample 0", fn=case_207, tensors=[],
-         free=[], dtypes=[],
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result values", fn=case_365, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:746 sample 0", fn=case_208, tensors=[],
-         free=[], dtypes=[],
+    dict(op="min.dim", where="ops.yaml:854 sample 1 result indices", fn=case_366, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rand", where="ops.yaml:754 sample 0", fn=case_209, tensors=[],
-         free=[], dtypes=[],
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result values", fn=case_367, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="randn", where="ops.yaml:765 sample 0", fn=case_210, tensors=[],
-         free=[], dtypes=[],
+    dict(op="min.dim", where="ops.yaml:854 sample 2 result indices", fn=case_368, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:784 sample 0", fn=case_211, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result values", fn=case_369, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="min.dim", where="ops.yaml:854 sample 3 result indices", fn=case_370, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 0", fn=case_371, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 1", fn=case_372, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 2", fn=case_373, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 3", fn=case_374, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmax", where="ops.yaml:868 sample 4", fn=case_375, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 0", fn=case_376, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 1", fn=case_377, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 2", fn=case_378, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argmin", where="ops.yaml:883 sample 3", fn=case_379, tensors=["self"],
+         free=[True], dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 0", fn=case_380, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 1", fn=case_381, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 2", fn=case_382, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod", where="ops.yaml:897 sample 3", fn=case_383, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 0", fn=case_384, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 1", fn=case_385, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 2", fn=case_386, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="prod.dim_int", where="ops.yaml:912 sample 3", fn=case_387, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:926 sample 0", fn=case_388, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all", where="ops.yaml:926 sample 1", fn=case_389, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 0", fn=case_390, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 1", fn=case_391, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="all.dim", where="ops.yaml:939 sample 2", fn=case_392, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:952 sample 0", fn=case_393, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any", where="ops.yaml:952 sample 1", fn=case_394, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 0", fn=case_395, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 1", fn=case_396, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="any.dim", where="ops.yaml:965 sample 2", fn=case_397, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 0", fn=case_398, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 1", fn=case_399, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 2", fn=case_400, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 3", fn=case_401, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:784 sample 1", fn=case_212, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 0", fn=case_453, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 1", fn=case_454, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 2", fn=case_455, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 3", fn=case_456, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 4", fn=case_457, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 5", fn=case_458, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 6", fn=case_459, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 7", fn=case_460, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 8", fn=case_461, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="linear", where="ops.yaml:1267 sample 9", fn=case_462, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 0", fn=case_463, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 1", fn=case_464, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 2", fn=case_465, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 3", fn=case_466, tensors=["grad", "mat2", "mat1"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 0", fn=case_467, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 1", fn=case_468, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 2", fn=case_469, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 3", fn=case_470, tensors=["grad", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:1332 sample 0", fn=case_471, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:1332 sample 1", fn=case_472, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:1343 sample 0", fn=case_473, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="transpose", where="ops.yaml:1343 sample 1", fn=case_474, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="permute", where="ops.yaml:1357 sample 0", fn=case_475, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:1366 sample 0", fn=case_476, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="view", where="ops.yaml:1366 sample 1", fn=case_477, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:1376 sample 0", fn=case_478, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reshape", where="ops.yaml:1376 sample 1", fn=case_479, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:1386 sample 0", fn=case_480, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expand", where="ops.yaml:1386 sample 1", fn=case_481, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze", where="ops.yaml:1396 sample 0", fn=case_482, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:1406 sample 0", fn=case_483, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="squeeze.dim", where="ops.yaml:1406 sample 1", fn=case_484, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:1417 sample 0", fn=case_485, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unsqueeze", where="ops.yaml:1417 sample 1", fn=case_486, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:1431 sample 0", fn=case_487, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="slice", where="ops.yaml:1431 sample 1", fn=case_488, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:1442 sample 0", fn=case_489, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="select", where="ops.yaml:1442 sample 1", fn=case_490, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="contiguous", where="ops.yaml:1452 sample 0", fn=case_491, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 0", fn=case_492, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 1", fn=case_493, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 2", fn=case_494, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 3", fn=case_495, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 4", fn=case_496, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1484 sample 0", fn=case_497, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1484 sample 1", fn=case_498, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1484 sample 2", fn=case_499, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unflatten.int", where="ops.yaml:1484 sample 3", fn=case_500, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1496 sample 0", fn=case_501, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1496 sample 1", fn=case_502, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1496 sample 2", fn=case_503, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="broadcast_to", where="ops.yaml:1496 sample 3", fn=case_504, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1514 sample 0", fn=case_505, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1514 sample 1", fn=case_506, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1514 sample 2", fn=case_507, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="narrow", where="ops.yaml:1514 sample 3", fn=case_508, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1529 sample 0", fn=case_509, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1529 sample 1", fn=case_510, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1529 sample 2", fn=case_511, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1529 sample 3", fn=case_512, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1529 sample 4", fn=case_513, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="repeat", where="ops.yaml:1529 sample 5", fn=case_514, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1544 sample 0", fn=case_515, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1544 sample 1", fn=case_516, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1544 sample 2", fn=case_517, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1544 sample 3", fn=case_518, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="flip", where="ops.yaml:1544 sample 4", fn=case_519, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1561 sample 0", fn=case_520, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1561 sample 1", fn=case_521, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1561 sample 2", fn=case_522, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1561 sample 3", fn=case_523, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="roll", where="ops.yaml:1561 sample 4", fn=case_524, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1585 sample 0", fn=case_525, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1585 sample 1", fn=case_526, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1585 sample 2", fn=case_527, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1585 sample 3", fn=case_528, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tril", where="ops.yaml:1585 sample 4", fn=case_529, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1601 sample 0", fn=case_530, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1601 sample 1", fn=case_531, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1601 sample 2", fn=case_532, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1601 sample 3", fn=case_533, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="triu", where="ops.yaml:1601 sample 4", fn=case_534, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 0", fn=case_535, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 1", fn=case_536, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 2", fn=case_537, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 3", fn=case_538, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 4", fn=case_539, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 5", fn=case_540, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 6", fn=case_541, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="pad", where="ops.yaml:1615 sample 7", fn=case_542, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="cat", where="ops.yaml:1635 sample 0", fn=case_543, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1635 sample 1", fn=case_544, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1635 sample 2", fn=case_545, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1635 sample 3", fn=case_546, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cat", where="ops.yaml:1635 sample 4", fn=case_547, tensors=["tensors_0", "tensors_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1656 sample 0", fn=case_548, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1656 sample 1", fn=case_549, tensors=["tensors_0", "tensors_1", "tensors_2"],
+         free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1656 sample 2", fn=case_550, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1656 sample 3", fn=case_551, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="stack", where="ops.yaml:1656 sample 4", fn=case_552, tensors=["tensors_0", "tensors_1"],
+         free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1670 sample 0", fn=case_553, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1670 sample 1", fn=case_554, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1670 sample 2", fn=case_555, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="split.Tensor", where="ops.yaml:1670 sample 3", fn=case_556, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1683 sample 0", fn=case_557, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1683 sample 1", fn=case_558, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1683 sample 2", fn=case_559, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="chunk", where="ops.yaml:1683 sample 3", fn=case_560, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1696 sample 0", fn=case_561, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1696 sample 1", fn=case_562, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1696 sample 2", fn=case_563, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="unbind.int", where="ops.yaml:1696 sample 3", fn=case_564, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1713 sample 0", fn=case_565, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1713 sample 1", fn=case_566, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1713 sample 2", fn=case_567, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1713 sample 3", fn=case_568, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1713 sample 4", fn=case_569, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_select", where="ops.yaml:1713 sample 5", fn=case_570, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1737 sample 0", fn=case_571, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1737 sample 1", fn=case_572, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1737 sample 2", fn=case_573, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1737 sample 3", fn=case_574, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_add", where="ops.yaml:1737 sample 4", fn=case_575, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1752 sample 0", fn=case_576, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1752 sample 1", fn=case_577, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_copy", where="ops.yaml:1752 sample 2", fn=case_578, tensors=["self", "index", "source"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1765 sample 0", fn=case_579, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1765 sample 1", fn=case_580, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1765 sample 2", fn=case_581, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1765 sample 3", fn=case_582, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gather", where="ops.yaml:1765 sample 4", fn=case_583, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1788 sample 0", fn=case_584, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1788 sample 1", fn=case_585, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1788 sample 2", fn=case_586, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.src", where="ops.yaml:1788 sample 3", fn=case_587, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1809 sample 0", fn=case_588, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1809 sample 1", fn=case_589, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter.value", where="ops.yaml:1809 sample 2", fn=case_590, tensors=["self", "index"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1822 sample 0", fn=case_591, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1822 sample 1", fn=case_592, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1822 sample 2", fn=case_593, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1822 sample 3", fn=case_594, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="scatter_add", where="ops.yaml:1822 sample 4", fn=case_595, tensors=["self", "index", "src"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1841 sample 0", fn=case_596, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1841 sample 1", fn=case_597, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1841 sample 2", fn=case_598, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding", where="ops.yaml:1841 sample 3", fn=case_599, tensors=["weight", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1855 sample 0", fn=case_600, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="embedding_dense_backward", where="ops.yaml:1855 sample 1", fn=case_601, tensors=["grad_output", "indices"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1882 sample 0", fn=case_602, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1882 sample 1", fn=case_603, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1882 sample 2", fn=case_604, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="one_hot", where="ops.yaml:1882 sample 3", fn=case_605, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1894 sample 0", fn=case_606, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1894 sample 1", fn=case_607, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1894 sample 2", fn=case_608, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nonzero", where="ops.yaml:1894 sample 3", fn=case_609, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1907 sample 0", fn=case_610, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1907 sample 1", fn=case_611, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1907 sample 2", fn=case_612, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1907 sample 3", fn=case_613, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_select", where="ops.yaml:1907 sample 4", fn=case_614, tensors=["self", "mask"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1922 sample 0", fn=case_615, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1922 sample 1", fn=case_616, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1922 sample 2", fn=case_617, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1922 sample 3", fn=case_618, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="argsort", where="ops.yaml:1922 sample 4", fn=case_619, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1936 sample 0", fn=case_620, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1936 sample 1", fn=case_621, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1936 sample 2", fn=case_622, tensors=["self", "indices_0", "indices_2"],
+         free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1936 sample 3", fn=case_623, tensors=["self", "indices_0"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1936 sample 4", fn=case_624, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index.Tensor", where="ops.yaml:1936 sample 5", fn=case_625, tensors=["self", "indices_1"],
+         free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1951 sample 0", fn=case_626, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1951 sample 1", fn=case_627, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1951 sample 2", fn=case_628, tensors=["self", "indices_0", "indices_1", "values"],
+         free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1951 sample 3", fn=case_629, tensors=["self", "indices_0", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="index_put", where="ops.yaml:1951 sample 4", fn=case_630, tensors=["self", "indices_1", "values"],
+         free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 0 result values", fn=case_631, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 0 result indices", fn=case_632, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 1 result values", fn=case_633, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 1 result indices", fn=case_634, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 2 result values", fn=case_635, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 2 result indices", fn=case_636, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 3 result values", fn=case_637, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 3 result indices", fn=case_638, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 4 result values", fn=case_639, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort", where="ops.yaml:1966 sample 4 result indices", fn=case_640, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1982 sample 0 result values", fn=case_641, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1982 sample 0 result indices", fn=case_642, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1982 sample 1 result values", fn=case_643, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sort.stable", where="ops.yaml:1982 sample 1 result indices", fn=case_644, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 0 result values", fn=case_645, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 0 result indices", fn=case_646, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 1 result values", fn=case_647, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 1 result indices", fn=case_648, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 2 result values", fn=case_649, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 2 result indices", fn=case_650, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 3 result values", fn=case_651, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 3 result indices", fn=case_652, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 4 result values", fn=case_653, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:1996 sample 4 result indices", fn=case_654, tensors=["self"],
+         free=[False], dtypes=[],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:2018 sample 0", fn=case_655, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:2018 sample 1", fn=case_656, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:2018 sample 2", fn=case_657, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:2018 sample 3", fn=case_658, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 0", fn=case_659, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 1", fn=case_660, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 2", fn=case_661, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 3", fn=case_662, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d_backward", where="ops.yaml:2052 sample 0", fn=case_663, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="avg_pool2d_backward", where="ops.yaml:2052 sample 1", fn=case_664, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2065 sample 0", fn=case_665, tensors=["grad_output", "self"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2112 sample 0", fn=case_666, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2112 sample 1", fn=case_667, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2112 sample 2", fn=case_668, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2112 sample 3", fn=case_669, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2112 sample 4", fn=case_670, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d", where="ops.yaml:2112 sample 5", fn=case_671, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2134 sample 0", fn=case_672, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2134 sample 1", fn=case_673, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d.padding", where="ops.yaml:2134 sample 2", fn=case_674, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2154 sample 0", fn=case_675, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2154 sample 1", fn=case_676, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d", where="ops.yaml:2154 sample 2", fn=case_677, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv1d.padding", where="ops.yaml:2173 sample 0", fn=case_678, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 0", fn=case_679, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 1", fn=case_680, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 2", fn=case_681, tensors=["input", "weight", "bias"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 3", fn=case_682, tensors=["input", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:2207 sample 0", fn=case_683, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_input", where="ops.yaml:2207 sample 1", fn=case_684, tensors=["grad_output", "weight"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2220 sample 0", fn=case_685, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_weight", where="ops.yaml:2220 sample 1", fn=case_686, tensors=["grad_output", "input"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2234 sample 0", fn=case_687, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="conv2d_backward_bias", where="ops.yaml:2234 sample 1", fn=case_688, tensors=["grad_output"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 0 result values", fn=case_689, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 0 result indices", fn=case_690, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 1 result values", fn=case_691, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 1 result indices", fn=case_692, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 2 result values", fn=case_693, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 2 result indices", fn=case_694, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 3 result values", fn=case_695, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 3 result indices", fn=case_696, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2270 sample 0", fn=case_697, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2270 sample 1", fn=case_698, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="max_pool2d", where="ops.yaml:2270 sample 2", fn=case_699, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2293 sample 0", fn=case_700, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2293 sample 1", fn=case_701, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2293 sample 2", fn=case_702, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2293 sample 3", fn=case_703, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax.int", where="ops.yaml:2293 sample 4", fn=case_704, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2311 sample 0", fn=case_705, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2311 sample 1", fn=case_706, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2311 sample 2", fn=case_707, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2311 sample 3", fn=case_708, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2311 sample 4", fn=case_709, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2329 sample 0", fn=case_710, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2329 sample 1", fn=case_711, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2329 sample 2", fn=case_712, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2346 sample 0", fn=case_713, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2346 sample 1", fn=case_714, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax_backward_data", where="ops.yaml:2346 sample 2", fn=case_715, tensors=["grad_output", "output"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dropout", where="ops.yaml:2385 sample 0", fn=case_716, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2385 sample 1", fn=case_717, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2385 sample 2", fn=case_718, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2385 sample 3", fn=case_719, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="dropout", where="ops.yaml:2385 sample 4", fn=case_720, tensors=["input"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="mse_loss", where="ops.yaml:2399 sample 0", fn=case_721, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2399 sample 1", fn=case_722, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2399 sample 2", fn=case_723, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2399 sample 3", fn=case_724, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mse_loss", where="ops.yaml:2399 sample 4", fn=case_725, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2414 sample 0", fn=case_726, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2414 sample 1", fn=case_727, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2414 sample 2", fn=case_728, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2414 sample 3", fn=case_729, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="l1_loss", where="ops.yaml:2414 sample 4", fn=case_730, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 0", fn=case_731, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 1", fn=case_732, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 2", fn=case_733, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 3", fn=case_734, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 4", fn=case_735, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 5", fn=case_736, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2445 sample 0", fn=case_737, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2445 sample 1", fn=case_738, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2445 sample 2", fn=case_739, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2445 sample 3", fn=case_740, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="huber_loss", where="ops.yaml:2445 sample 4", fn=case_741, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 0", fn=case_742, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 1", fn=case_743, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 2", fn=case_744, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 3", fn=case_745, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 4", fn=case_746, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 5", fn=case_747, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 0", fn=case_748, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 1", fn=case_749, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 2", fn=case_750, tensors=["self", "target", "weight", "pos_weight"],
+         free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 3", fn=case_751, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 4", fn=case_752, tensors=["self", "target", "pos_weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 5", fn=case_753, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2500 sample 0", fn=case_754, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2500 sample 1", fn=case_755, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2500 sample 2", fn=case_756, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2500 sample 3", fn=case_757, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2500 sample 4", fn=case_758, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="nll_loss", where="ops.yaml:2500 sample 5", fn=case_759, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 0", fn=case_760, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 1", fn=case_761, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 2", fn=case_762, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 3", fn=case_763, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 4", fn=case_764, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 5", fn=case_765, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 6", fn=case_766, tensors=["self", "target", "weight"],
+         free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 7", fn=case_767, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 8", fn=case_768, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 9", fn=case_769, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 10", fn=case_770, tensors=["self", "target"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 11", fn=case_771, tensors=["self", "target", "weight"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 0", fn=case_772, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 1", fn=case_773, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 2", fn=case_774, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 3", fn=case_775, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 4", fn=case_776, tensors=["self", "target"],
+         free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty", where="ops.yaml:2574 sample 0", fn=case_777, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="empty", where="ops.yaml:2574 sample 1", fn=case_778, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="empty", where="ops.yaml:2574 sample 2", fn=case_779, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="zeros", where="ops.yaml:2581 sample 0", fn=case_780, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="ones", where="ops.yaml:2589 sample 0", fn=case_781, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:2604 sample 0", fn=case_782, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:2604 sample 1", fn=case_783, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="full", where="ops.yaml:2604 sample 2", fn=case_784, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:2615 sample 0", fn=case_785, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:2615 sample 1", fn=case_786, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="empty_like", where="ops.yaml:2615 sample 2", fn=case_787, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2635 sample 0", fn=case_788, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2635 sample 1", fn=case_789, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2635 sample 2", fn=case_790, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ones_like", where="ops.yaml:2635 sample 3", fn=case_791, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:2647 sample 0", fn=case_792, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:2647 sample 1", fn=case_793, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="full_like", where="ops.yaml:2647 sample 2", fn=case_794, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="arange", where="ops.yaml:2652 sample 0", fn=case_795, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:2667 sample 0", fn=case_796, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:2667 sample 1", fn=case_797, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="linspace", where="ops.yaml:2667 sample 2", fn=case_798, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye", where="ops.yaml:2679 sample 0", fn=case_799, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye", where="ops.yaml:2679 sample 1", fn=case_800, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye.m", where="ops.yaml:2690 sample 0", fn=case_801, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="eye.m", where="ops.yaml:2690 sample 1", fn=case_802, tensors=[],
+         free=[], dtypes=[],
+         random=False),
+    dict(op="rand", where="ops.yaml:2694 sample 0", fn=case_803, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randn", where="ops.yaml:2705 sample 0", fn=case_804, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="rand_like", where="ops.yaml:2722 sample 0", fn=case_805, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="rand_like", where="ops.yaml:2722 sample 1", fn=case_806, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randn_like", where="ops.yaml:2732 sample 0", fn=case_807, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randn_like", where="ops.yaml:2732 sample 1", fn=case_808, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="randint", where="ops.yaml:2743 sample 0", fn=case_809, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randint", where="ops.yaml:2743 sample 1", fn=case_810, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randint.low", where="ops.yaml:2754 sample 0", fn=case_811, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randperm", where="ops.yaml:2764 sample 0", fn=case_812, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="randperm", where="ops.yaml:2764 sample 1", fn=case_813, tensors=[],
+         free=[], dtypes=[],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:2781 sample 0", fn=case_814, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:2781 sample 1", fn=case_815, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="bernoulli.p", where="ops.yaml:2781 sample 2", fn=case_816, tensors=["self"],
+         free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="normal", where="ops.yaml:2792 sample 0", fn=case_817, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="normal", where="ops.yaml:2792 sample 1", fn=case_818, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="normal", where="ops.yaml:2792 sample 2", fn=case_819, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:2804 sample 0", fn=case_820, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:2804 sample 1", fn=case_821, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="uniform", where="ops.yaml:2804 sample 2", fn=case_822, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=True),
+    dict(op="sum_to", where="ops.yaml:2817 sample 0", fn=case_823, tensors=["self"],
+         free=[True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sum_to", where="ops.yaml:2817 sample 1", fn=case_824, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

@@ -24,9 +24,12 @@ next_value(uint64_t *state, const char *domain, yt_dtype dtype)
     double u = (double)(*state >> 11) / 9007199254740992.0; /* [0, 1) */
     bool positive = domain != NULL && strcmp(domain, "positive") == 0;
     bool nonzero = domain != NULL && strcmp(domain, "nonzero") == 0;
+    bool unit = domain != NULL && strcmp(domain, "unit") == 0;
     if (dtype == YT_DTYPE_BOOL)
         return u < 0.5 ? 0.0 : 1.0;
     if (!yt_dtype_is_floating(dtype)) {
+        if (unit)
+            return u < 0.5 ? 0.0 : 1.0;
         if (positive || dtype == YT_DTYPE_U8)
             return 1.0 + floor(u * 4.0); /* 1..4 */
         double v = floor(u * 7.0) - 3.0; /* -3..3 */
@@ -34,13 +37,16 @@ next_value(uint64_t *state, const char *domain, yt_dtype dtype)
     }
     if (positive)
         return 0.5 + 1.5 * u;
+    if (unit)
+        return 0.05 + 0.9 * u; /* probabilities, away from the ends where logs blow up */
     if (nonzero)
         return (u < 0.5 ? -1.0 : 1.0) * (0.2 + 1.6 * fabs(u - 0.5));
     return 4.0 * u - 2.0;
 }
 
 static yt_tensor *
-make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, const char *domain)
+make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, const char *domain,
+            int64_t high)
 {
     int64_t numel = 1;
     for (int i = 0; i < dim; i++)
@@ -48,8 +54,11 @@ make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, cons
     double *values = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
     if (values == NULL)
         return NULL;
-    for (int64_t i = 0; i < numel; i++)
-        values[i] = next_value(state, domain, dtype);
+    for (int64_t i = 0; i < numel; i++) {
+        values[i] = next_value(state, domain, high > 0 ? YT_DTYPE_F64 : dtype);
+        if (high > 0) /* an index tensor: values in [0, high) */
+            values[i] = floor((values[i] + 2.0) / 4.0 * (double)high);
+    }
     yt_tensor *f64 = yt_tensor_from_data(values, sizes, dim, YT_DTYPE_F64);
     free(values);
     yt_tensor *t = yt_to(f64, dtype);
@@ -60,7 +69,8 @@ make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, cons
 static yt_tensor *
 make_input(const yt_case_tensor *spec, yt_dtype dtype, uint64_t *state, const char *domain)
 {
-    yt_tensor *t = make_tensor(spec->sizes, spec->dim, dtype, state, domain);
+    yt_tensor *t = make_tensor(spec->sizes, spec->dim, dtype, state, spec->high > 0 ? NULL : domain,
+                               spec->high);
     if (t != NULL && spec->transpose) {
         yt_tensor *view = yt_transpose(t, -2, -1);
         yt_release(t);
@@ -154,7 +164,7 @@ static void
 run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, const char *dir, FILE *meta)
 {
     uint64_t state = 0x9e3779b97f4a7c15ull;
-    yt_tensor *inputs[4] = {0};
+    yt_tensor *inputs[YT_CASE_MAX_INPUTS] = {0};
     yt_tensor *out = NULL, *gout = NULL;
     for (int i = 0; i < c->n_inputs; i++) {
         const yt_case_tensor *spec = &c->inputs[i];
@@ -178,8 +188,8 @@ run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, const char *dir
     write_npy(meta, dir, "out", out);
     if (!yt_requires_grad(out))
         goto done;
-    gout =
-        make_tensor(yt_tensor_sizes(out), yt_tensor_dim(out), yt_tensor_dtype(out), &state, NULL);
+    gout = make_tensor(yt_tensor_sizes(out), yt_tensor_dim(out), yt_tensor_dtype(out), &state, NULL,
+                       0);
     write_npy(meta, dir, "gout", gout);
     if (yt_backward(out, gout, NULL) != YT_OK) {
         fprintf(meta, "error backward: %s\n", yt_errmsg());

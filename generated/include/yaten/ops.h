@@ -372,7 +372,364 @@ YT_API yt_status yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- exp (ops.yaml:114) */
+/* ---- pow.Scalar (ops.yaml:112) */
+
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * The number `self` raised to each element of `exponent`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pow_scalar(yt_scalar self, yt_tensor *exponent);
+
+/* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+ * The number `self` raised to each element of `exponent`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent);
+
+/* ---- maximum (ops.yaml:125) */
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * Elementwise maximum with broadcasting; NaN in either input gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_maximum(yt_tensor *self, yt_tensor *other);
+
+/* maximum(Tensor self, Tensor other) -> Tensor
+ * Elementwise maximum with broadcasting; NaN in either input gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- minimum (ops.yaml:134) */
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * Elementwise minimum with broadcasting; NaN in either input gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_minimum(yt_tensor *self, yt_tensor *other);
+
+/* minimum(Tensor self, Tensor other) -> Tensor
+ * Elementwise minimum with broadcasting; NaN in either input gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- clamp_min (ops.yaml:143) */
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_min(yt_tensor *self, yt_scalar min);
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_(yt_tensor *self, yt_scalar min);
+
+/* clamp_min(Tensor self, Scalar min) -> Tensor
+ * max(self, min) elementwise; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min);
+
+/* ---- clamp_max (ops.yaml:151) */
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_max(yt_tensor *self, yt_scalar max);
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_(yt_tensor *self, yt_scalar max);
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor
+ * min(self, max) elementwise; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max);
+
+/* ---- clamp_min.Tensor (ops.yaml:159) */
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min);
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min);
+
+/* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
+ * max(self, min) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min);
+
+/* ---- clamp_max.Tensor (ops.yaml:168) */
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max);
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max);
+
+/* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
+ * min(self, max) elementwise with a tensor bound, broadcast; NaN in either gives NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max);
+
+/* ---- remainder.Tensor (ops.yaml:177) */
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_remainder(yt_tensor *self, yt_tensor *other);
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_(yt_tensor *self, yt_tensor *other);
+
+/* remainder.Tensor(Tensor self, Tensor other) -> Tensor
+ * Python's modulus, self - floor(self / other) * other (the sign of `other`); integer division by
+ * zero is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- remainder.Scalar (ops.yaml:187) */
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_remainder_scalar(yt_tensor *self, yt_scalar other);
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_scalar_(yt_tensor *self, yt_scalar other);
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor
+ * Python's modulus of every element by the number `other` (the sign of `other`).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- floor_divide (ops.yaml:195) */
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_floor_divide(yt_tensor *self, yt_tensor *other);
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_divide_(yt_tensor *self, yt_tensor *other);
+
+/* floor_divide(Tensor self, Tensor other) -> Tensor
+ * self / other rounded toward negative infinity (Python's //); integer division by zero is an
+ * error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- lerp.Scalar (ops.yaml:205) */
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+ * self + weight * (end - self), computed from the nearer end for accuracy.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight);
+
+/* ---- lerp.Tensor (ops.yaml:214) */
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight);
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight);
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
+ * self + weight * (end - self) with a tensor weight, broadcast.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end,
+                                    yt_tensor *weight);
+
+/* ---- addcmul (ops.yaml:228) */
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcmul_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                yt_tensor *tensor2);
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 * tensor2, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                   yt_tensor *tensor2, yt_scalar value);
+
+/* ---- addcdiv (ops.yaml:242) */
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
+                                yt_scalar value);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Uses the defaults value=1; yt_addcdiv_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                yt_tensor *tensor2);
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+ * self + value * tensor1 / tensor2, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1,
+                                   yt_tensor *tensor2, yt_scalar value);
+
+/* ---- pow_scalar_backward (ops.yaml:257) */
+
+/* pow_scalar_backward(Tensor grad_output, Scalar self, Tensor output) -> Tensor
+ * Gradient of pow(self, exponent) for a number `self` with respect to `exponent`: grad * output *
+ * log(self).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *output);
+
+/* ---- exp (ops.yaml:269) */
 
 /* exp(Tensor self) -> Tensor
  * e raised to each element; integer inputs give a floating result.
@@ -394,7 +751,7 @@ YT_API yt_status yt_exp_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_exp_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log (ops.yaml:122) */
+/* ---- log (ops.yaml:277) */
 
 /* log(Tensor self) -> Tensor
  * Natural logarithm of each element (NaN below zero, -inf at zero).
@@ -416,7 +773,7 @@ YT_API yt_status yt_log_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sqrt (ops.yaml:131) */
+/* ---- sqrt (ops.yaml:286) */
 
 /* sqrt(Tensor self) -> Tensor
  * Square root of each element (NaN below zero).
@@ -438,7 +795,7 @@ YT_API yt_status yt_sqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- relu (ops.yaml:140) */
+/* ---- relu (ops.yaml:295) */
 
 /* relu(Tensor self) -> Tensor
  * max(self, 0) elementwise; NaN stays NaN.
@@ -460,7 +817,7 @@ YT_API yt_status yt_relu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sigmoid (ops.yaml:148) */
+/* ---- sigmoid (ops.yaml:303) */
 
 /* sigmoid(Tensor self) -> Tensor
  * Logistic function 1 / (1 + exp(-self)) of each element.
@@ -482,7 +839,7 @@ YT_API yt_status yt_sigmoid_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sigmoid_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- tanh (ops.yaml:156) */
+/* ---- tanh (ops.yaml:311) */
 
 /* tanh(Tensor self) -> Tensor
  * Hyperbolic tangent of each element.
@@ -504,29 +861,53 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- softplus (ops.yaml:164) */
+/* ---- softplus (ops.yaml:319) */
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softplus(yt_tensor *self);
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold);
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex_() takes every argument.
  * Writes the result into `self` (bumping its version).
  * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_softplus_(yt_tensor *self);
 
-/* softplus(Tensor self) -> Tensor
- * log(1 + exp(self)) elementwise, linear above 20 where exp would overflow.
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold);
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Uses the defaults beta=1, threshold=20; yt_softplus_ex_out() takes every argument.
  * Writes the result into `out`, which must have the result's shape, and a dtype the result
  * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- clone (ops.yaml:172) */
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+ * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
+                                    yt_scalar threshold);
+
+/* ---- clone (ops.yaml:327) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -541,7 +922,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:179) */
+/* ---- to.dtype (ops.yaml:334) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -549,7 +930,486 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- eq.Tensor (ops.yaml:189) */
+/* ---- abs (ops.yaml:342) */
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_abs(yt_tensor *self);
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_abs_(yt_tensor *self);
+
+/* abs(Tensor self) -> Tensor
+ * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- sign (ops.yaml:350) */
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_sign(yt_tensor *self);
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sign_(yt_tensor *self);
+
+/* sign(Tensor self) -> Tensor
+ * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- square (ops.yaml:357) */
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_square(yt_tensor *self);
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_square_(yt_tensor *self);
+
+/* square(Tensor self) -> Tensor
+ * Each element times itself.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- reciprocal (ops.yaml:364) */
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_reciprocal(yt_tensor *self);
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_reciprocal_(yt_tensor *self);
+
+/* reciprocal(Tensor self) -> Tensor
+ * 1 / self elementwise; integer inputs give a floating result.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- rsqrt (ops.yaml:373) */
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rsqrt(yt_tensor *self);
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsqrt_(yt_tensor *self);
+
+/* rsqrt(Tensor self) -> Tensor
+ * 1 / sqrt(self) elementwise.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- expm1 (ops.yaml:382) */
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_expm1(yt_tensor *self);
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_expm1_(yt_tensor *self);
+
+/* expm1(Tensor self) -> Tensor
+ * exp(self) - 1, accurate near zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- log1p (ops.yaml:390) */
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log1p(yt_tensor *self);
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log1p_(yt_tensor *self);
+
+/* log1p(Tensor self) -> Tensor
+ * log(1 + self), accurate near zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- log2 (ops.yaml:399) */
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log2(yt_tensor *self);
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log2_(yt_tensor *self);
+
+/* log2(Tensor self) -> Tensor
+ * Base-2 logarithm of each element.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- sin (ops.yaml:408) */
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_sin(yt_tensor *self);
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sin_(yt_tensor *self);
+
+/* sin(Tensor self) -> Tensor
+ * Sine of each element (radians).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- cos (ops.yaml:416) */
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cos(yt_tensor *self);
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cos_(yt_tensor *self);
+
+/* cos(Tensor self) -> Tensor
+ * Cosine of each element (radians).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- erf (ops.yaml:424) */
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_erf(yt_tensor *self);
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_erf_(yt_tensor *self);
+
+/* erf(Tensor self) -> Tensor
+ * The error function of each element.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- floor (ops.yaml:432) */
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_floor(yt_tensor *self);
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_(yt_tensor *self);
+
+/* floor(Tensor self) -> Tensor
+ * The largest integer not above each element (integers are unchanged).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- ceil (ops.yaml:439) */
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ceil(yt_tensor *self);
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ceil_(yt_tensor *self);
+
+/* ceil(Tensor self) -> Tensor
+ * The smallest integer not below each element (integers are unchanged).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- round (ops.yaml:446) */
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_round(yt_tensor *self);
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_round_(yt_tensor *self);
+
+/* round(Tensor self) -> Tensor
+ * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- trunc (ops.yaml:453) */
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_trunc(yt_tensor *self);
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_trunc_(yt_tensor *self);
+
+/* trunc(Tensor self) -> Tensor
+ * Each element rounded toward zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- leaky_relu (ops.yaml:460) */
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu(yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_(yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Uses the defaults negative_slope=0.01; yt_leaky_relu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
+
+/* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
+ * self where positive, else self * negative_slope; NaN stays NaN.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
+
+/* ---- leaky_relu_backward (ops.yaml:468) */
+
+/* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
+ * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
+                                         yt_scalar negative_slope);
+
+/* ---- elu (ops.yaml:479) */
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu(yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                            yt_scalar input_scale);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_(yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                            yt_scalar input_scale);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Uses the defaults alpha=1, scale=1, input_scale=1; yt_elu_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+ * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
+                               yt_scalar input_scale);
+
+/* ---- elu_backward (ops.yaml:487) */
+
+/* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
+ * Gradient of elu with respect to its input `self`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
+                                  yt_scalar input_scale, yt_tensor *self);
+
+/* ---- silu (ops.yaml:498) */
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_silu(yt_tensor *self);
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_silu_(yt_tensor *self);
+
+/* silu(Tensor self) -> Tensor
+ * self * sigmoid(self) elementwise (swish).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- isnan (ops.yaml:505) */
+
+/* isnan(Tensor self) -> Tensor
+ * True where an element is NaN.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_isnan(yt_tensor *self);
+
+/* ---- isfinite (ops.yaml:514) */
+
+/* isfinite(Tensor self) -> Tensor
+ * True where an element is neither infinite nor NaN (always true for integers and bool).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_isfinite(yt_tensor *self);
+
+/* ---- eq.Tensor (ops.yaml:525) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -564,7 +1424,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:199) */
+/* ---- eq.Scalar (ops.yaml:535) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -579,7 +1439,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:208) */
+/* ---- lt.Tensor (ops.yaml:544) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -594,7 +1454,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:218) */
+/* ---- lt.Scalar (ops.yaml:554) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -609,7 +1469,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:227) */
+/* ---- gt.Tensor (ops.yaml:563) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -624,7 +1484,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:237) */
+/* ---- gt.Scalar (ops.yaml:573) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -639,7 +1499,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:246) */
+/* ---- where (ops.yaml:582) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -655,7 +1515,187 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- sum (ops.yaml:261) */
+/* ---- ne.Tensor (ops.yaml:595) */
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self != other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
+
+/* ne.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self != other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- ne.Scalar (ops.yaml:605) */
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self != other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
+
+/* ne.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self != other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- le.Tensor (ops.yaml:614) */
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self <= other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
+
+/* le.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self <= other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- le.Scalar (ops.yaml:624) */
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self <= other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
+
+/* le.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self <= other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- ge.Tensor (ops.yaml:633) */
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self >= other` as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
+
+/* ge.Tensor(Tensor self, Tensor other) -> Tensor
+ * Elementwise `self >= other` as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- ge.Scalar (ops.yaml:643) */
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self >= other` against a number, as a bool tensor.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
+
+/* ge.Scalar(Tensor self, Scalar other) -> Tensor
+ * Elementwise `self >= other` against a number, as a bool tensor.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
+
+/* ---- logical_and (ops.yaml:652) */
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * True where both are nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
+
+/* logical_and(Tensor self, Tensor other) -> Tensor
+ * True where both are nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_or (ops.yaml:662) */
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * True where either is nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
+
+/* logical_or(Tensor self, Tensor other) -> Tensor
+ * True where either is nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_xor (ops.yaml:672) */
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * True where exactly one is nonzero, with broadcasting.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
+
+/* logical_xor(Tensor self, Tensor other) -> Tensor
+ * True where exactly one is nonzero, with broadcasting.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
+
+/* ---- logical_not (ops.yaml:682) */
+
+/* logical_not(Tensor self) -> Tensor
+ * True where an element is zero.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logical_not(yt_tensor *self);
+
+/* logical_not(Tensor self) -> Tensor
+ * True where an element is zero.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
+
+/* ---- masked_fill.Scalar (ops.yaml:691) */
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value);
+
+/* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+ * A copy of `self` with `value` where `mask` (broadcast) is true.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
+
+/* ---- masked_fill.Tensor (ops.yaml:704) */
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
+
+/* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+ * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
+
+/* ---- sum (ops.yaml:722) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -670,7 +1710,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:275) */
+/* ---- sum.dim (ops.yaml:736) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -702,7 +1742,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:290) */
+/* ---- mean (ops.yaml:751) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor).
@@ -717,7 +1757,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:303) */
+/* ---- mean.dim (ops.yaml:764) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -749,7 +1789,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:316) */
+/* ---- amax (ops.yaml:777) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -784,7 +1824,483 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- mm (ops.yaml:331) */
+/* ---- amin (ops.yaml:790) */
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Uses the defaults dim=[], keepdim=False; yt_amin_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_amin(yt_tensor *self);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Uses the defaults dim=[], keepdim=False; yt_amin_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
+ * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
+ * dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
+                                bool keepdim);
+
+/* ---- max (ops.yaml:805) */
+
+/* max(Tensor self) -> Tensor
+ * Largest element of `self`; NaN wins. An empty tensor is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max(yt_tensor *self);
+
+/* ---- min (ops.yaml:817) */
+
+/* min(Tensor self) -> Tensor
+ * Smallest element of `self`; NaN wins. An empty tensor is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_min(yt_tensor *self);
+
+/* ---- max.dim (ops.yaml:829) */
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_max_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
+ * A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- min.dim (ops.yaml:845) */
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values,
+                               yt_tensor **indices);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults keepdim=False; yt_min_dim_ex_out() takes every argument.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                int64_t dim);
+
+/* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+ * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
+ * smallest. A zero-size reduced dimension is an error.
+ * Writes the results into values, indices, which must have the results' shapes and dtypes they can be
+ * cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
+                                   int64_t dim, bool keepdim);
+
+/* ---- argmax (ops.yaml:860) */
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmax(yt_tensor *self);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmax_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
+
+/* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
+ * as the largest. A zero-size reduced dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- argmin (ops.yaml:875) */
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmin_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmin(yt_tensor *self);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Uses the defaults dim=None, keepdim=False; yt_argmin_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
+
+/* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+ * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
+ * counts as the smallest. A zero-size reduced dimension is an error.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- prod (ops.yaml:889) */
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
+ * is given.
+ * Uses the defaults dtype=None; yt_prod_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod(yt_tensor *self);
+
+/* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
+ * is given.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- prod.dim_int (ops.yaml:903) */
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Uses the defaults keepdim=False, dtype=None; yt_prod_dim_int_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_int(yt_tensor *self, int64_t dim);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Uses the defaults keepdim=False, dtype=None; yt_prod_dim_int_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
+                                        yt_dtype dtype);
+
+/* ---- all (ops.yaml:918) */
+
+/* all(Tensor self) -> Tensor
+ * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
+ * input, as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all(yt_tensor *self);
+
+/* ---- all.dim (ops.yaml:930) */
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_all_dim_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all_dim(yt_tensor *self, int64_t dim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_all_dim_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- any (ops.yaml:944) */
+
+/* any(Tensor self) -> Tensor
+ * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
+ * as in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any(yt_tensor *self);
+
+/* ---- any.dim (ops.yaml:956) */
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_any_dim_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any_dim(yt_tensor *self, int64_t dim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Uses the defaults keepdim=False; yt_any_dim_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
+ * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
+
+/* ---- cumsum (ops.yaml:970) */
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Uses the defaults dtype=None; yt_cumsum_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum(yt_tensor *self, int64_t dim);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Uses the defaults dtype=None; yt_cumsum_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
+
+/* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+ * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- logsumexp (ops.yaml:985) */
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
+ * -inf over an all -inf slice.
+ * Uses the defaults keepdim=False; yt_logsumexp_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len);
+
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
+ * -inf over an all -inf slice.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
+
+/* ---- var.correction (ops.yaml:998) */
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
+ * when N - correction <= 0). Exactly 0 for a constant input.
+ * Uses the defaults dim=[], correction=None, keepdim=False; yt_var_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_var(yt_tensor *self);
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
+ * when N - correction <= 0). Exactly 0 for a constant input.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
+                            bool keepdim);
+
+/* ---- std.correction (ops.yaml:1012) */
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Standard deviation over `dim` (all when empty), the square root of var.correction.
+ * Uses the defaults dim=[], correction=None, keepdim=False; yt_std_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_std(yt_tensor *self);
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * Standard deviation over `dim` (all when empty), the square root of var.correction.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
+                            bool keepdim);
+
+/* ---- linalg_vector_norm (ops.yaml:1025) */
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
+ * (largest magnitude).
+ * Uses the defaults ord=2, dim=[], keepdim=False, dtype=None; yt_linalg_vector_norm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+ * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
+ * (largest magnitude).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
+                                           int dim_len, bool keepdim, yt_dtype dtype);
+
+/* ---- evenly_distribute_backward (ops.yaml:1044) */
+
+/* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
+ * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
+
+/* ---- prod_backward (ops.yaml:1051) */
+
+/* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
+ * Gradient of the full prod: the product of the other elements, exact when some are zero.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
+
+/* ---- prod_dim_backward (ops.yaml:1058) */
+
+/* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
+ * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
+ * are zero.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
+                                       int64_t dim, bool keepdim);
+
+/* ---- cumsum_backward (ops.yaml:1065) */
+
+/* cumsum_backward(Tensor grad, int dim) -> Tensor
+ * Gradient of cumsum: sums of `grad` from each position to the end along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad, int64_t dim);
+
+/* ---- norm_backward (ops.yaml:1072) */
+
+/* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
+                                   yt_tensor *output, const int64_t *dim, int dim_len,
+                                   bool keepdim);
+
+/* ---- value_selecting_reduction_backward (ops.yaml:1079) */
+
+/* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
+ * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim,
+                                                        yt_tensor *indices, const int64_t *sizes,
+                                                        int sizes_len, bool keepdim);
+
+/* ---- mm (ops.yaml:1088) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not
@@ -801,7 +2317,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:352) */
+/* ---- matmul (ops.yaml:1109) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -810,7 +2326,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:377) */
+/* ---- bmm (ops.yaml:1134) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -827,7 +2343,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:400) */
+/* ---- addmm (ops.yaml:1157) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -863,7 +2379,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:428) */
+/* ---- baddbmm (ops.yaml:1185) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -900,7 +2416,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:460) */
+/* ---- dot (ops.yaml:1217) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -908,7 +2424,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:479) */
+/* ---- outer (ops.yaml:1236) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -916,7 +2432,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- linear (ops.yaml:496) */
+/* ---- linear (ops.yaml:1253) */
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
  * `input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the
@@ -933,7 +2449,7 @@ YT_API yt_tensor *yt_linear(yt_tensor *input, yt_tensor *weight);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias);
 
-/* ---- mm_mat1_backward (ops.yaml:522) */
+/* ---- mm_mat1_backward (ops.yaml:1279) */
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as
@@ -951,7 +2467,7 @@ YT_API yt_tensor *yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tenso
 YT_API yt_tensor *yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1,
                                          yt_scalar alpha);
 
-/* ---- mm_mat2_backward (ops.yaml:543) */
+/* ---- mm_mat2_backward (ops.yaml:1300) */
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is
@@ -971,7 +2487,7 @@ YT_API yt_tensor *yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tenso
 YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2,
                                          yt_scalar alpha);
 
-/* ---- t (ops.yaml:566) */
+/* ---- t (ops.yaml:1323) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -979,7 +2495,7 @@ YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_te
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:579) */
+/* ---- transpose (ops.yaml:1336) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -987,7 +2503,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:590) */
+/* ---- permute (ops.yaml:1347) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -996,7 +2512,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:603) */
+/* ---- view (ops.yaml:1360) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -1005,7 +2521,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:613) */
+/* ---- reshape (ops.yaml:1370) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -1013,7 +2529,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:623) */
+/* ---- expand (ops.yaml:1380) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -1021,7 +2537,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:633) */
+/* ---- squeeze (ops.yaml:1390) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -1029,7 +2545,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:642) */
+/* ---- squeeze.dim (ops.yaml:1399) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -1037,7 +2553,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:653) */
+/* ---- unsqueeze (ops.yaml:1410) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -1045,7 +2561,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:664) */
+/* ---- slice (ops.yaml:1421) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -1063,7 +2579,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:678) */
+/* ---- select (ops.yaml:1435) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -1071,7 +2587,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:689) */
+/* ---- contiguous (ops.yaml:1446) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -1079,7 +2595,1199 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- zeros (ops.yaml:715) */
+/* ---- flatten.using_ints (ops.yaml:1455) */
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
+ * 0-D tensor becomes 1-D.
+ * Uses the defaults start_dim=0, end_dim=-1; yt_flatten_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flatten(yt_tensor *self);
+
+/* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
+ * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
+ * 0-D tensor becomes 1-D.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
+
+/* ---- unflatten.int (ops.yaml:1472) */
+
+/* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
+ * A view splitting dimension `dim` into `sizes` (one entry may be -1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
+
+/* ---- broadcast_to (ops.yaml:1490) */
+
+/* broadcast_to(Tensor self, int[] size) -> Tensor
+ * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
+
+/* ---- narrow (ops.yaml:1502) */
+
+/* narrow(Tensor self, int dim, int start, int length) -> Tensor
+ * A view of `length` elements from `start` (negative counts from the end) along `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
+
+/* ---- repeat (ops.yaml:1520) */
+
+/* repeat(Tensor self, int[] repeats) -> Tensor
+ * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
+ * dimensions).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
+
+/* ---- flip (ops.yaml:1537) */
+
+/* flip(Tensor self, int[] dims) -> Tensor
+ * A copy of `self` with the order of elements reversed along each dimension in `dims`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
+
+/* ---- roll (ops.yaml:1551) */
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
+ * tensor when `dims` is empty).
+ * Uses the defaults dims=[]; yt_roll_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len);
+
+/* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
+ * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
+ * tensor when `dims` is empty).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
+                             const int64_t *dims, int dims_len);
+
+/* ---- roll_backward (ops.yaml:1568) */
+
+/* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
+ * Gradient of roll: `grad` rolled back by -shifts.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
+                                   const int64_t *dims, int dims_len);
+
+/* ---- tril (ops.yaml:1576) */
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
+ * Uses the defaults diagonal=0; yt_tril_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_tril(yt_tensor *self);
+
+/* tril(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
+
+/* ---- triu (ops.yaml:1592) */
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
+ * Uses the defaults diagonal=0; yt_triu_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_triu(yt_tensor *self);
+
+/* triu(Tensor self, int diagonal=0) -> Tensor
+ * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
+
+/* ---- pad (ops.yaml:1608) */
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Uses the defaults mode=constant, value=None; yt_pad_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
+
+/* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
+ * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when None;
+ * negative pads crop), by reflection without repeating the edge, or by repeating the edge.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
+                            const double *value);
+
+/* ---- cat (ops.yaml:1627) */
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat(yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Uses the defaults dim=0; yt_cat_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len);
+
+/* cat(Tensor[] tensors, int dim=0) -> Tensor
+ * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
+ * as in PyTorch) with type promotion; contiguous inputs are copied with memcpy.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
+                               int64_t dim);
+
+/* ---- cat_backward (ops.yaml:1642) */
+
+/* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
+ * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
+ * 1-D empty inputs).
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
+                               int tensors_len, yt_tensor **out, int64_t out_capacity);
+
+/* ---- stack (ops.yaml:1650) */
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Uses the defaults dim=0; yt_stack_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
+
+/* stack(Tensor[] tensors, int dim=0) -> Tensor
+ * Joins equally shaped `tensors` along a new dimension `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
+
+/* ---- split.Tensor (ops.yaml:1663) */
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Uses the defaults dim=0; yt_split_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity);
+
+/* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
+ * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
+ * number of pieces.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- chunk (ops.yaml:1676) */
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Uses the defaults dim=0; yt_chunk_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity);
+
+/* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
+ * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
+                           int64_t out_capacity);
+
+/* ---- unbind.int (ops.yaml:1689) */
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Uses the defaults dim=0; yt_unbind_ex() takes every argument.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity);
+
+/* unbind.int(Tensor self, int dim=0) -> Tensor[]
+ * The views self.select(dim, i) for every i, one dimension fewer each.
+ * Stores new references to the pieces in out[0 .. count) and returns the count; with out=NULL and
+ * out_capacity 0 it only counts. Returns -1 with yt_errcode() set on error (YT_ERR_VALUE
+ * when out_capacity is below the count, naming it).
+ * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
+YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
+
+/* ---- index_select (ops.yaml:1705) */
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
+ * out-of-range values are errors).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* index_select(Tensor self, int dim, Tensor index) -> Tensor
+ * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
+ * out-of-range values are errors).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
+                                     yt_tensor *index);
+
+/* ---- index_select_backward (ops.yaml:1721) */
+
+/* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
+ * `dim`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
+                                           int self_sizes_len, int64_t dim, yt_tensor *index);
+
+/* ---- index_add (ops.yaml:1729) */
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Uses the defaults alpha=1; yt_index_add_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source,
+                                  yt_scalar alpha);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Uses the defaults alpha=1; yt_index_add_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                  yt_tensor *source);
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+ * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
+ * `dim` (repeated positions accumulate).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                     yt_tensor *source, yt_scalar alpha);
+
+/* ---- index_copy (ops.yaml:1744) */
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
+ * repeated positions, which write wins is unspecified).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source);
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
+ * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
+ * repeated positions, which write wins is unspecified).
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                   yt_tensor *source);
+
+/* ---- gather (ops.yaml:1757) */
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Uses the defaults sparse_grad=False; yt_gather_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Uses the defaults sparse_grad=False; yt_gather_ex_out() takes every argument.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index);
+
+/* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+ * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
+ * rank and values in 0..size-1.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                  bool sparse_grad);
+
+/* ---- gather_backward (ops.yaml:1772) */
+
+/* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
+                                     int64_t dim, yt_tensor *index);
+
+/* ---- scatter.src (ops.yaml:1780) */
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
+ * with repeated positions, which write wins is unspecified.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src);
+
+/* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
+ * with repeated positions, which write wins is unspecified.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                yt_tensor *src);
+
+/* ---- scatter_src_backward (ops.yaml:1794) */
+
+/* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
+ * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
+ * `src_sizes` (src may be larger than index).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
+                                          int src_sizes_len, int64_t dim, yt_tensor *index);
+
+/* ---- scatter.value (ops.yaml:1802) */
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * A copy of `self` with `value` written at the positions `index` names along `dim`.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value);
+
+/* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+ * A copy of `self` with `value` written at the positions `index` names along `dim`.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
+                                      yt_tensor *index, yt_scalar value);
+
+/* ---- scatter_add (ops.yaml:1814) */
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
+ * repeated positions accumulate.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src);
+
+/* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+ * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
+ * repeated positions accumulate.
+ * Writes the result into `out`, which must have the result's shape, and a dtype the result
+ * can be cast to. Not differentiable. Returns: YT_OK, or an error code with yt_errmsg() set.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
+                                    yt_tensor *src);
+
+/* ---- embedding (ops.yaml:1829) */
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
+ * `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten;
+ * tests/unit/test_index.c covers it).
+ * Uses the defaults padding_idx=-1, scale_grad_by_freq=False, sparse=False; yt_embedding_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
+
+/* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+ * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
+ * `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten;
+ * tests/unit/test_index.c covers it).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
+                                  bool scale_grad_by_freq, bool sparse);
+
+/* ---- embedding_dense_backward (ops.yaml:1848) */
+
+/* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
+ * (none into padding_idx), divided by each index's count when scale_grad_by_freq.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices,
+                                              int64_t num_weights, int64_t padding_idx,
+                                              bool scale_grad_by_freq);
+
+/* ---- embedding_weight_backward (ops.yaml:1860) */
+
+/* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices,
+                                               const int64_t *weight_sizes, int weight_sizes_len,
+                                               int64_t padding_idx, bool scale_grad_by_freq);
+
+/* ---- embedding_dense_double_backward (ops.yaml:1868) */
+
+/* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
+ * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
+ * padding_idx, divided by the counts when scale_grad_by_freq.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
+                                                     int64_t padding_idx, bool scale_grad_by_freq);
+
+/* ---- one_hot (ops.yaml:1876) */
+
+/* one_hot(Tensor self, int num_classes=-1) -> Tensor
+ * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
+ * (num_classes=-1: the largest value + 1).
+ * Uses the defaults num_classes=-1; yt_one_hot_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_one_hot(yt_tensor *self);
+
+/* one_hot(Tensor self, int num_classes=-1) -> Tensor
+ * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
+ * (num_classes=-1: the largest value + 1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
+
+/* ---- nonzero (ops.yaml:1888) */
+
+/* nonzero(Tensor self) -> Tensor
+ * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nonzero(yt_tensor *self);
+
+/* ---- masked_select (ops.yaml:1900) */
+
+/* masked_select(Tensor self, Tensor mask) -> Tensor
+ * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
+
+/* ---- argsort (ops.yaml:1914) */
+
+/* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+ * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
+ * in PyTorch).
+ * Uses the defaults dim=-1, descending=False; yt_argsort_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort(yt_tensor *self);
+
+/* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+ * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
+ * in PyTorch).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
+
+/* ---- index.Tensor (ops.yaml:1930) */
+
+/* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
+ * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
+ * the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the
+ * indexed ones in place when those are adjacent, else lead the result.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
+
+/* ---- index_put (ops.yaml:1944) */
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Uses the defaults accumulate=False; yt_index_put_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                               yt_tensor *values);
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+ * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
+ * `accumulate` (repeated positions then add up).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
+                                  yt_tensor *values, bool accumulate);
+
+/* ---- sort (ops.yaml:1958) */
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Uses the defaults dim=-1, descending=False; yt_sort_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices);
+
+/* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
+ * values keep their order); NaN sorts above every number, as in PyTorch.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
+                            yt_tensor **indices);
+
+/* ---- sort.stable (ops.yaml:1974) */
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Uses the defaults dim=-1, descending=False; yt_sort_stable_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values,
+                                yt_tensor **indices);
+
+/* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+ * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
+ * intent).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
+                                   bool descending, yt_tensor **values, yt_tensor **indices);
+
+/* ---- topk (ops.yaml:1986) */
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Uses the defaults dim=-1, largest=True, sorted=True; yt_topk_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices);
+
+/* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+ * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
+ * in first-come order).
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                            yt_tensor **values, yt_tensor **indices);
+
+/* ---- avg_pool2d (ops.yaml:2006) */
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
+ * list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the
+ * input when averaging; divisor_override replaces the count.
+ * Uses the defaults stride=[], padding=[], ceil_mode=False, count_include_pad=True, divisor_override=None; yt_avg_pool2d_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len);
+
+/* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+ * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
+ * list), padding to 0. The window is clipped to the padded input (count_include_pad) or to the
+ * input when averaging; divisor_override replaces the count.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, bool ceil_mode, bool count_include_pad,
+                                   int64_t divisor_override);
+
+/* ---- adaptive_avg_pool2d (ops.yaml:2025) */
+
+/* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
+ * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
+ * ceil((i + 1) H / oH) and the same for columns.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
+                                         int output_size_len);
+
+/* ---- avg_pool2d_backward (ops.yaml:2044) */
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+ * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
+                                         const int64_t *kernel_size, int kernel_size_len,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len, bool ceil_mode,
+                                         bool count_include_pad, int64_t divisor_override);
+
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:2057) */
+
+/* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
+ * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
+ * width).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
+                                                  const int64_t *output_size, int output_size_len);
+
+/* ---- max_pool2d_with_indices_backward (ops.yaml:2069) */
+
+/* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
+ * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
+ * window's maximum (`indices`, i64 positions within each plane, range-checked).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
+    yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+    const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
+    const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
+
+/* ---- max_pool2d_index_gather (ops.yaml:2079) */
+
+/* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
+ * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
+ * of max pooling: the derivative of max_pool2d's backward with respect to its gradient.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
+
+/* ---- max_pool2d_index_scatter (ops.yaml:2088) */
+
+/* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
+ * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
+ * range-checked): the adjoint of max_pool2d_index_gather.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
+                                              int self_size_len, yt_tensor *indices);
+
+/* ---- conv2d (ops.yaml:2097) */
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
+ * C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value
+ * for both, or none for the default (stride 1, padding 0, dilation 1).
+ * Uses the defaults bias=None, stride=[], padding=[], dilation=[], groups=1; yt_conv2d_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d(yt_tensor *input, yt_tensor *weight);
+
+/* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
+ * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
+ * C_in / groups, kH, kW], plus bias [C_out]. The int[2] arguments take (height, width), one value
+ * for both, or none for the default (stride 1, padding 0, dilation 1).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, const int64_t *dilation, int dilation_len,
+                               int64_t groups);
+
+/* ---- conv2d.padding (ops.yaml:2121) */
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
+ * an odd total padding puts the extra row/column at the bottom/right, as PyTorch).
+ * Uses the defaults bias=None, stride=[], padding=valid, dilation=[], groups=1; yt_conv2d_padding_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_padding(yt_tensor *input, yt_tensor *weight);
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
+ * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
+ * an odd total padding puts the extra row/column at the bottom/right, as PyTorch).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                       const int64_t *stride, int stride_len, const char *padding,
+                                       const int64_t *dilation, int dilation_len, int64_t groups);
+
+/* ---- conv1d (ops.yaml:2140) */
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
+ * bias (conv2d over a height of 1).
+ * Uses the defaults bias=None, stride=[], padding=[], dilation=[], groups=1; yt_conv1d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d(yt_tensor *input, yt_tensor *weight);
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
+ * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
+ * bias (conv2d over a height of 1).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                               const int64_t *stride, int stride_len, const int64_t *padding,
+                               int padding_len, const int64_t *dilation, int dilation_len,
+                               int64_t groups);
+
+/* ---- conv1d.padding (ops.yaml:2160) */
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * conv1d with padding "valid" or "same" (see conv2d.padding).
+ * Uses the defaults bias=None, stride=[], padding=valid, dilation=[], groups=1; yt_conv1d_padding_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_padding(yt_tensor *input, yt_tensor *weight);
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
+ * conv1d with padding "valid" or "same" (see conv2d.padding).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                       const int64_t *stride, int stride_len, const char *padding,
+                                       const int64_t *dilation, int dilation_len, int64_t groups);
+
+/* ---- conv_transpose2d.input (ops.yaml:2177) */
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
+ * adds rows/columns at the bottom/right.
+ * Uses the defaults bias=None, stride=[], padding=[], output_padding=[], groups=1, dilation=[]; yt_conv_transpose2d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight);
+
+/* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
+ * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
+ * H, W] with weight [C_in, C_out / groups, kH, kW], plus bias [C_out]; output_padding (< stride)
+ * adds rows/columns at the bottom/right.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                                         const int64_t *stride, int stride_len,
+                                         const int64_t *padding, int padding_len,
+                                         const int64_t *output_padding, int output_padding_len,
+                                         int64_t groups, const int64_t *dilation, int dilation_len);
+
+/* ---- conv2d_backward_input (ops.yaml:2199) */
+
+/* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
+ * grad_output with weight.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight,
+                                           const int64_t *input_size, int input_size_len,
+                                           const int64_t *stride, int stride_len,
+                                           const int64_t *padding, int padding_len,
+                                           const int64_t *dilation, int dilation_len,
+                                           int64_t groups);
+
+/* ---- conv2d_backward_weight (ops.yaml:2212) */
+
+/* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
+ * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input,
+                                            const int64_t *weight_size, int weight_size_len,
+                                            const int64_t *stride, int stride_len,
+                                            const int64_t *padding, int padding_len,
+                                            const int64_t *dilation, int dilation_len,
+                                            int64_t groups);
+
+/* ---- conv2d_backward_bias (ops.yaml:2225) */
+
+/* conv2d_backward_bias(Tensor grad_output) -> Tensor
+ * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
+ * dim (-3).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
+
+/* ---- max_pool2d_with_indices (ops.yaml:2239) */
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
+ * maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size,
+ * padding (at most half the kernel) to 0, dilation to 1.
+ * Uses the defaults stride=[], padding=[], dilation=[], ceil_mode=False; yt_max_pool2d_with_indices_ex() takes every argument.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size,
+                                            int kernel_size_len, yt_tensor **values,
+                                            yt_tensor **indices);
+
+/* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
+ * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
+ * maximum within its plane; NaN wins, the first maximum wins ties. stride defaults to kernel_size,
+ * padding (at most half the kernel) to 0, dilation to 1.
+ * Stores new references to the results in *values, *indices (in return order).
+ * Returns: YT_OK, or an error code with yt_errmsg() set and every result NULL.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size,
+                                               int kernel_size_len, const int64_t *stride,
+                                               int stride_len, const int64_t *padding,
+                                               int padding_len, const int64_t *dilation,
+                                               int dilation_len, bool ceil_mode, yt_tensor **values,
+                                               yt_tensor **indices);
+
+/* ---- max_pool2d (ops.yaml:2259) */
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * 2-D max pooling (max_pool2d_with_indices without the indices).
+ * Uses the defaults stride=[], padding=[], dilation=[], ceil_mode=False; yt_max_pool2d_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len);
+
+/* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
+ * 2-D max pooling (max_pool2d_with_indices without the indices).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
+                                   const int64_t *stride, int stride_len, const int64_t *padding,
+                                   int padding_len, const int64_t *dilation, int dilation_len,
+                                   bool ceil_mode);
+
+/* ---- softmax.int (ops.yaml:2282) */
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
+ * -inf gives NaN, as in PyTorch.
+ * Uses the defaults dtype=None; yt_softmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
+
+/* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
+ * -inf gives NaN, as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- log_softmax.int (ops.yaml:2300) */
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
+ * Uses the defaults dtype=None; yt_log_softmax_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
+
+/* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
+ * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
+
+/* ---- softmax_backward_data (ops.yaml:2318) */
+
+/* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_backward_data (ops.yaml:2335) */
+
+/* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
+                                               int64_t dim);
+
+/* ---- softmax_double_backward (ops.yaml:2352) */
+
+/* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of softmax_backward_data with respect to `output`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
+                                             yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_double_backward (ops.yaml:2360) */
+
+/* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax_backward_data with respect to `output`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
+                                                 yt_tensor *output, int64_t dim);
+
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:2368) */
+
+/* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
+ * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
+ * exp(output), dim).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
+                                                       int64_t dim);
+
+/* ---- dropout (ops.yaml:2379) */
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Uses the defaults generator=None; yt_dropout_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
+
+/* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
+ * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
+ * by 1 / (1 - p) when `train`; the identity otherwise.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
+
+/* ---- mse_loss (ops.yaml:2392) */
+
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_mse_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
+
+/* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
+
+/* ---- l1_loss (ops.yaml:2407) */
+
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
+ * Uses the defaults reduction=mean; yt_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
+ * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
+
+/* ---- smooth_l1_loss (ops.yaml:2422) */
+
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Uses the defaults reduction=mean, beta=1.0; yt_smooth_l1_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
+
+/* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
+ * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
+ * 0), then reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
+                                       double beta);
+
+/* ---- huber_loss (ops.yaml:2438) */
+
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Uses the defaults reduction=mean, delta=1.0; yt_huber_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
+
+/* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
+ * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
+ * reduced.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
+                                   double delta);
+
+/* ---- binary_cross_entropy (ops.yaml:2453) */
+
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean; yt_binary_cross_entropy_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
+ * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
+ * clamped at -100 as in PyTorch, then reduced; `weight` (broadcast) is a constant, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                             const char *reduction);
+
+/* ---- binary_cross_entropy_with_logits (ops.yaml:2470) */
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
+ * Uses the defaults weight=None, pos_weight=None, reduction=mean; yt_binary_cross_entropy_with_logits_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target);
+
+/* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
+ * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
+ * +-1e4); `pos_weight` scales the positive term and `weight` each element (both broadcast, both
+ * constants as in PyTorch).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target,
+                                                         yt_tensor *weight, yt_tensor *pos_weight,
+                                                         const char *reduction);
+
+/* ---- nll_loss (ops.yaml:2486) */
+
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100; yt_nll_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
+
+/* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
+ * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
+ * skipped), self of shape (C), (N, C) or (N, C, d1, ...); the mean divides by the summed weights;
+ * `weight` is a constant, as in PyTorch.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                 const char *reduction, int64_t ignore_index);
+
+/* ---- cross_entropy_loss (ops.yaml:2509) */
+
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_loss_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
+ * self without the class dim; fused log_softmax + nll, stable at +-1e4, ignore_index) or class
+ * probabilities (a floating target shaped like self), with per-class `weight` (a constant, as in
+ * PyTorch) and label smoothing, as PyTorch defines them.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                           const char *reduction, int64_t ignore_index,
+                                           double label_smoothing);
+
+/* ---- cross_entropy_index (ops.yaml:2538) */
+
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row); `weight` is a constant (its gradient is zero).
+ * Uses the defaults weight=None, reduction=mean, ignore_index=-100, label_smoothing=0.0; yt_cross_entropy_index_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index(yt_tensor *self, yt_tensor *target);
+
+/* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
+ * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
+ * over each row); `weight` is a constant (its gradient is zero).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
+                                            const char *reduction, int64_t ignore_index,
+                                            double label_smoothing);
+
+/* ---- cross_entropy_index_backward (ops.yaml:2556) */
+
+/* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
+ * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
+ * ops so that it is differentiable.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self,
+                                                  yt_tensor *target, yt_tensor *weight,
+                                                  const char *reduction, int64_t ignore_index,
+                                                  double label_smoothing);
+
+/* ---- empty (ops.yaml:2567) */
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_empty_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
+
+/* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+
+/* ---- zeros (ops.yaml:2581) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -1094,7 +3802,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:723) */
+/* ---- ones (ops.yaml:2589) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -1109,23 +3817,42 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:731) */
+/* ---- full (ops.yaml:2597) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Uses the defaults dtype=None, device=None; yt_full_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_value);
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * A new tensor of the given size filled with `fill_value` (f32 unless `dtype` is given).
+ * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
+ * after the value's kind, as in PyTorch.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- zeros_like (ops.yaml:739) */
+/* ---- empty_like (ops.yaml:2609) */
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Uses the defaults dtype=None; yt_empty_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like(yt_tensor *self);
+
+/* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
+ * contents unspecified.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- zeros_like (ops.yaml:2622) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -1133,53 +3860,336 @@ YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_v
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- arange (ops.yaml:746) */
+/* ---- ones_like (ops.yaml:2629) */
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Uses the defaults dtype=None; yt_ones_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like(yt_tensor *self);
+
+/* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
+
+/* ---- full_like (ops.yaml:2641) */
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Uses the defaults dtype=None; yt_full_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
+
+/* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
+ * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
+ * `dtype` is given).
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
+
+/* ---- arange (ops.yaml:2652) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Uses the defaults step=1, dtype=None, device=None; yt_arange_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Values start, start+step, ... below `end` (i64 when all three are integers, else f32).
+ * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
+ * integral `dtype` truncates float bounds first, as PyTorch does.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- rand (ops.yaml:754) */
+/* ---- linspace (ops.yaml:2660) */
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
- * Uses the defaults dtype=None, device=None; yt_rand_ex() takes every argument.
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_linspace_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
+
+/* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
+                                 yt_device device);
+
+/* ---- eye (ops.yaml:2672) */
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Uses the defaults dtype=None, device=None; yt_eye_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye(int64_t n);
+
+/* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x n identity matrix (f32 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
+
+/* ---- eye.m (ops.yaml:2683) */
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Uses the defaults dtype=None, device=None; yt_eye_m_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
+
+/* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * The n x m matrix with ones on the main diagonal and zeros elsewhere.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
+
+/* ---- rand (ops.yaml:2694) */
+
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_rand_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 
-/* rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Uniform random numbers in [0, 1) from the default generator (see yt_manual_seed).
+/* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
+                             yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:765) */
+/* ---- randn (ops.yaml:2705) */
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
- * Uses the defaults dtype=None, device=None; yt_randn_ex() takes every argument.
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Standard normal random numbers from `generator` (the default one when NULL).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randn_ex() takes every argument.
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 
-/* randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * Standard normal random numbers from the default generator (see yt_manual_seed).
+/* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Standard normal random numbers from `generator` (the default one when NULL).
  * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
-YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
+YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
+                              yt_dtype dtype, yt_device device);
 
-/* ---- sum_to (ops.yaml:778) */
+/* ---- rand_like (ops.yaml:2716) */
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_rand_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like(yt_tensor *self);
+
+/* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
+
+/* ---- randn_like (ops.yaml:2726) */
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Uses the defaults generator=None, dtype=None; yt_randn_like_ex() takes every argument.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like(yt_tensor *self);
+
+/* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
+ * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
+ * `generator`.
+ * Returns: a new reference (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
+
+/* ---- randint (ops.yaml:2736) */
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
+
+/* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
+                                yt_generator *generator, yt_dtype dtype, yt_device device);
+
+/* ---- randint.low (ops.yaml:2747) */
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randint_low_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len);
+
+/* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
+                                    yt_generator *generator, yt_dtype dtype, yt_device device);
+
+/* ---- randperm (ops.yaml:2757) */
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
+ * Uses the defaults generator=None, dtype=None, device=None; yt_randperm_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm(int64_t n);
+
+/* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
+ * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
+                                 yt_device device);
+
+/* ---- bernoulli (ops.yaml:2768) */
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Uses the defaults generator=None; yt_bernoulli_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
+
+/* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+ * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
+ * probabilities in [0, 1]).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
+
+/* ---- bernoulli.p (ops.yaml:2775) */
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Uses the defaults p=0.5, generator=None; yt_bernoulli_p_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
+
+/* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
+ * (the in-place form fills `self`).
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
+
+/* ---- normal (ops.yaml:2786) */
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Uses the defaults mean=0.0, std=1.0, generator=None; yt_normal_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_(yt_tensor *self);
+
+/* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
+ * deviation `std`; yt_normal_ fills `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
+
+/* ---- uniform (ops.yaml:2798) */
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex() takes every argument.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Returns: a new tensor (new reference), or NULL with yt_errcode() set.
+ * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
+YT_API yt_tensor *yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Uses the defaults from=0.0, to=1.0, generator=None; yt_uniform_ex_() takes every argument.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_(yt_tensor *self);
+
+/* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
+ * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
+ * `self` in place.
+ * Writes the result into `self` (bumping its version).
+ * Returns: YT_OK, or an error code with yt_errmsg() set; `self` is unchanged on error.
+ * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
+YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
+
+/* ---- sum_to (ops.yaml:2811) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -1187,7 +4197,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:789) */
+/* ---- sum_backward (ops.yaml:2822) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1196,7 +4206,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:796) */
+/* ---- mean_backward (ops.yaml:2829) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1205,7 +4215,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:803) */
+/* ---- amax_backward (ops.yaml:2836) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1214,7 +4224,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:810) */
+/* ---- permute_backward (ops.yaml:2843) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1222,7 +4232,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:817) */
+/* ---- pow_backward (ops.yaml:2850) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1230,7 +4240,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:824) */
+/* ---- pow_backward_self (ops.yaml:2857) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1238,7 +4248,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:831) */
+/* ---- pow_backward_exponent (ops.yaml:2864) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1247,7 +4257,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:838) */
+/* ---- slice_backward (ops.yaml:2871) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1257,7 +4267,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:846) */
+/* ---- select_backward (ops.yaml:2879) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
