@@ -4578,6 +4578,211 @@ yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
     return status;
 }
 
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:372:
+ *   self: logsumexp_backward(grad, self, result, dim, keepdim)
+ */
+typedef struct logsumexp_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+    yt_int_list dim; /* used by: self */
+    bool keepdim;    /* used by: self */
+} logsumexp_node;
+
+static yt_status
+logsumexp_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    logsumexp_node *node = (logsumexp_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_logsumexp_backward(grads[0], self, result, node->dim.v, node->dim.len,
+                                       node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+logsumexp_release_saved(yt_node *node_)
+{
+    logsumexp_node *node = (logsumexp_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind logsumexp_node_kind = {
+    .name = "LogsumexpBackward",
+    .op_name = "logsumexp",
+    .size = sizeof(logsumexp_node),
+    .backward = logsumexp_backward,
+    .release_saved = logsumexp_release_saved,
+};
+
+yt_status
+yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+                     bool keepdim)
+{
+    logsumexp_node *node = (logsumexp_node *)yt__node_new(&logsumexp_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:375:
+ *   self: var_backward(grad, self, dim, correction, keepdim)
+ */
+typedef struct var_node {
+    yt_node base;       /* must be first */
+    yt_saved self;      /* used by: self */
+    yt_int_list dim;    /* used by: self */
+    int64_t correction; /* used by: self */
+    bool keepdim;       /* used by: self */
+} var_node;
+
+static yt_status
+var_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    var_node *node = (var_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_var_backward(grads[0], self, node->dim.v, node->dim.len, node->correction,
+                                 node->keepdim);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+var_release_saved(yt_node *node_)
+{
+    var_node *node = (var_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind var_node_kind = {
+    .name = "VarBackward",
+    .op_name = "var",
+    .size = sizeof(var_node),
+    .backward = var_backward,
+    .release_saved = var_release_saved,
+};
+
+yt_status
+yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+               int64_t correction, bool keepdim)
+{
+    var_node *node = (var_node *)yt__node_new(&var_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->correction = correction;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:378:
+ *   self: std_backward(grad, self, result, dim, correction, keepdim)
+ */
+typedef struct std_node {
+    yt_node base;       /* must be first */
+    yt_saved self;      /* used by: self */
+    yt_saved result;    /* used by: self */
+    yt_int_list dim;    /* used by: self */
+    int64_t correction; /* used by: self */
+    bool keepdim;       /* used by: self */
+} std_node;
+
+static yt_status
+std_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    std_node *node = (std_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_std_backward(grads[0], self, result, node->dim.v, node->dim.len,
+                                 node->correction, node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+std_release_saved(yt_node *node_)
+{
+    std_node *node = (std_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind std_node_kind = {
+    .name = "StdBackward",
+    .op_name = "std",
+    .size = sizeof(std_node),
+    .backward = std_backward,
+    .release_saved = std_release_saved,
+};
+
+yt_status
+yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+               int64_t correction, bool keepdim)
+{
+    std_node *node = (std_node *)yt__node_new(&std_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->correction = correction;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * backward, from derivatives.yaml:369:
  *   self: norm_backward(grad, self, ord, result, dim, keepdim)
@@ -4724,7 +4929,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:375:
+ * backward, from derivatives.yaml:384:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -4797,7 +5002,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:379:
+ * backward, from derivatives.yaml:388:
  *   self: sum_to(grad * beta, self.shape)
  *   mat1: mm(grad, mat2.t()) * alpha
  *   mat2: mm(mat1.t(), grad) * alpha
@@ -4891,7 +5096,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:384:
+ * backward, from derivatives.yaml:393:
  *   self: sum_to(grad * beta, self.shape)
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
@@ -5512,7 +5717,7 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:404:
+ * backward, from derivatives.yaml:413:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -5569,7 +5774,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:407:
+ * backward, from derivatives.yaml:416:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -5626,7 +5831,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:410:
+ * backward, from derivatives.yaml:419:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -5701,7 +5906,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:414:
+ * backward, from derivatives.yaml:423:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -5776,7 +5981,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:421:
+ * backward, from derivatives.yaml:430:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

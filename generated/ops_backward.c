@@ -194,7 +194,7 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
 }
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1044 */
+ * from ops.yaml:1047 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -234,7 +234,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1051 */
+ * from ops.yaml:1054 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -269,7 +269,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1058 */
+ * from ops.yaml:1061 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -304,7 +304,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
 }
 
 /* cumsum_backward(Tensor grad, int dim) -> Tensor
- * from ops.yaml:1065 */
+ * from ops.yaml:1068 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 {
@@ -317,7 +317,7 @@ yt_cumsum_backward(yt_tensor *grad, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1072 */
+ * from ops.yaml:1075 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -360,7 +360,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1079 */
+ * from ops.yaml:1082 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -397,8 +397,121 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
     return yt__scope_track(result);
 }
 
+/* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
+ * from ops.yaml:1089 */
+yt_tensor *
+yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
+                      int dim_len, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("logsumexp_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("logsumexp_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("logsumexp_backward", "output"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(
+            YT_ERR_VALUE,
+            "logsumexp_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)", dim_len,
+            YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "logsumexp_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "logsumexp_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "logsumexp_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_logsumexp_backward(grad, self, output, dim, dim_len, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
+ * from ops.yaml:1096 */
+yt_tensor *
+yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
+                int64_t correction, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("var_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("var_backward", "self"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "var_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "var_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "var_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "var_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_var_backward(grad, self, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
+ * from ops.yaml:1103 */
+yt_tensor *
+yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
+                int dim_len, int64_t correction, bool keepdim)
+{
+    if (grad == NULL)
+        return yt__null_arg("std_backward", "grad"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_arg("std_backward", "self"); /* keeps an earlier error */
+    if (output == NULL)
+        return yt__null_arg("std_backward", "output"); /* keeps an earlier error */
+    if (dim_len < 0 || dim_len > YT_MAX_DIM || (dim == NULL && dim_len > 0))
+        return yt__fail(YT_ERR_VALUE,
+                        "std_backward: dim has %d entries (expected 0..%d, non-NULL when > 0)",
+                        dim_len, YT_MAX_DIM);
+    if (!(YT_DTYPE_BIT(grad->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: grad has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(grad->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(output->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE,
+                        "std_backward: output has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(output->dtype));
+    if (self->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "std_backward: self is on %s but grad is on %s",
+                        yt_device_name(self->device), yt_device_name(grad->device));
+    if (output->device != grad->device)
+        return yt__fail(YT_ERR_DEVICE, "std_backward: output is on %s but grad is on %s",
+                        yt_device_name(output->device), yt_device_name(grad->device));
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result =
+        yt__composite_std_backward(grad, self, output, dim, dim_len, correction, keepdim);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1459; backward from derivatives.yaml:410 */
+ * from ops.yaml:1483; backward from derivatives.yaml:419 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -454,7 +567,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1476; backward from derivatives.yaml:414 */
+ * from ops.yaml:1500; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -516,7 +629,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1493 */
+ * from ops.yaml:1517 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -554,7 +667,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:1501 */
+ * from ops.yaml:1525 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -596,7 +709,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:1509 */
+ * from ops.yaml:1533 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -627,7 +740,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:1697 */
+ * from ops.yaml:1721 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -699,7 +812,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1952 */
+ * from ops.yaml:1976 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -719,7 +832,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1963 */
+ * from ops.yaml:1987 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -741,7 +854,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1970 */
+ * from ops.yaml:1994 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -767,7 +880,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1977 */
+ * from ops.yaml:2001 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -807,7 +920,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:1984 */
+ * from ops.yaml:2008 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -824,7 +937,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:1991 */
+ * from ops.yaml:2015 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -853,7 +966,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:1998 */
+ * from ops.yaml:2022 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -888,7 +1001,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:2005 */
+ * from ops.yaml:2029 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -933,7 +1046,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:2012; backward from derivatives.yaml:150 */
+ * from ops.yaml:2036; backward from derivatives.yaml:150 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -975,7 +1088,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:2020; backward from derivatives.yaml:153 */
+ * from ops.yaml:2044; backward from derivatives.yaml:153 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)

@@ -496,6 +496,23 @@ static const op_info registry[] =
                 "Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.",
         },
         {
+            .schema =
+                "logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
+            .doc =
+                "Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced dims.",
+        },
+        {
+            .schema =
+                "var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor",
+            .doc = "Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.",
+        },
+        {
+            .schema =
+                "std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor",
+            .doc =
+                "Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as PyTorch).",
+        },
+        {
             .schema = "mm(Tensor self, Tensor mat2) -> Tensor",
             .doc =
                 "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.",

@@ -16829,131 +16829,131 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 0",
+        .where = "ops.yaml:993 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1017,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 1",
+        .where = "ops.yaml:993 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1018,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 2",
+        .where = "ops.yaml:993 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_logsumexp_1019,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 3",
+        .where = "ops.yaml:993 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1020,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 0",
+        .where = "ops.yaml:1007 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1023,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 1",
+        .where = "ops.yaml:1007 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1024,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 2",
+        .where = "ops.yaml:1007 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_var_1025,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 3",
+        .where = "ops.yaml:1007 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1026,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1019 sample 0",
+        .where = "ops.yaml:1022 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1029,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1019 sample 1",
+        .where = "ops.yaml:1022 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1030,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1019 sample 2",
+        .where = "ops.yaml:1022 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_std_1031,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 0",
+        .where = "ops.yaml:1040 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1034,
@@ -16964,7 +16964,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 1",
+        .where = "ops.yaml:1040 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1035,
@@ -16975,7 +16975,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 2",
+        .where = "ops.yaml:1040 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -16987,7 +16987,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 3",
+        .where = "ops.yaml:1040 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1037,
@@ -16998,7 +16998,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 0",
+        .where = "ops.yaml:1127 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -17010,7 +17010,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 1",
+        .where = "ops.yaml:1127 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17024,7 +17024,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 2",
+        .where = "ops.yaml:1127 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -17036,7 +17036,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 3",
+        .where = "ops.yaml:1127 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -17048,7 +17048,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 0",
+        .where = "ops.yaml:1145 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -17060,7 +17060,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 1",
+        .where = "ops.yaml:1145 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -17072,7 +17072,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 2",
+        .where = "ops.yaml:1145 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -17084,7 +17084,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 3",
+        .where = "ops.yaml:1145 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -17096,7 +17096,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 4",
+        .where = "ops.yaml:1145 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -17108,7 +17108,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 5",
+        .where = "ops.yaml:1145 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -17120,7 +17120,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 6",
+        .where = "ops.yaml:1145 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -17136,7 +17136,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 7",
+        .where = "ops.yaml:1145 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -17148,7 +17148,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 8",
+        .where = "ops.yaml:1145 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -17160,7 +17160,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 9",
+        .where = "ops.yaml:1145 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -17176,7 +17176,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 10",
+        .where = "ops.yaml:1145 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -17188,7 +17188,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 0",
+        .where = "ops.yaml:1175 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -17200,7 +17200,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 1",
+        .where = "ops.yaml:1175 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -17220,7 +17220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 2",
+        .where = "ops.yaml:1175 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -17232,7 +17232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 3",
+        .where = "ops.yaml:1175 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
@@ -17244,7 +17244,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 0",
+        .where = "ops.yaml:1202 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -17257,7 +17257,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 1",
+        .where = "ops.yaml:1202 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -17272,7 +17272,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 2",
+        .where = "ops.yaml:1202 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -17285,7 +17285,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 3",
+        .where = "ops.yaml:1202 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
@@ -17298,7 +17298,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 4",
+        .where = "ops.yaml:1202 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -17311,7 +17311,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 0",
+        .where = "ops.yaml:1234 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -17324,7 +17324,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 1",
+        .where = "ops.yaml:1234 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -17341,7 +17341,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 2",
+        .where = "ops.yaml:1234 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -17358,7 +17358,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 3",
+        .where = "ops.yaml:1234 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
@@ -17371,7 +17371,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 4",
+        .where = "ops.yaml:1234 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -17384,7 +17384,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1231 sample 0",
+        .where = "ops.yaml:1255 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -17396,7 +17396,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1231 sample 1",
+        .where = "ops.yaml:1255 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -17408,7 +17408,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1231 sample 2",
+        .where = "ops.yaml:1255 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
@@ -17420,7 +17420,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1248 sample 0",
+        .where = "ops.yaml:1272 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -17432,7 +17432,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1248 sample 1",
+        .where = "ops.yaml:1272 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -17444,7 +17444,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1248 sample 2",
+        .where = "ops.yaml:1272 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
@@ -17456,7 +17456,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1288 sample 0",
+        .where = "ops.yaml:1312 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1129,
@@ -17467,7 +17467,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1288 sample 1",
+        .where = "ops.yaml:1312 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1130,
@@ -17478,7 +17478,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1299 sample 0",
+        .where = "ops.yaml:1323 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1132,
@@ -17489,7 +17489,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1299 sample 1",
+        .where = "ops.yaml:1323 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1133,
@@ -17500,7 +17500,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1313 sample 0",
+        .where = "ops.yaml:1337 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_permute_1136,
@@ -17511,7 +17511,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1322 sample 0",
+        .where = "ops.yaml:1346 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1139,
@@ -17522,7 +17522,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1322 sample 1",
+        .where = "ops.yaml:1346 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1140,
@@ -17533,7 +17533,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1332 sample 0",
+        .where = "ops.yaml:1356 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reshape_1141,
@@ -17544,7 +17544,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1332 sample 1",
+        .where = "ops.yaml:1356 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17556,7 +17556,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1342 sample 0",
+        .where = "ops.yaml:1366 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1143,
@@ -17567,7 +17567,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1342 sample 1",
+        .where = "ops.yaml:1366 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1144,
@@ -17578,7 +17578,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1352 sample 0",
+        .where = "ops.yaml:1376 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_1145,
@@ -17589,7 +17589,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1362 sample 0",
+        .where = "ops.yaml:1386 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1146,
@@ -17600,7 +17600,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1362 sample 1",
+        .where = "ops.yaml:1386 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1147,
@@ -17611,7 +17611,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1373 sample 0",
+        .where = "ops.yaml:1397 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1149,
@@ -17622,7 +17622,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1373 sample 1",
+        .where = "ops.yaml:1397 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1150,
@@ -17633,7 +17633,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1387 sample 0",
+        .where = "ops.yaml:1411 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1152,
@@ -17644,7 +17644,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1387 sample 1",
+        .where = "ops.yaml:1411 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1153,
@@ -17655,7 +17655,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1398 sample 0",
+        .where = "ops.yaml:1422 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1156,
@@ -17666,7 +17666,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1398 sample 1",
+        .where = "ops.yaml:1422 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1157,
@@ -17677,7 +17677,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1408 sample 0",
+        .where = "ops.yaml:1432 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17689,7 +17689,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 0",
+        .where = "ops.yaml:1458 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1160,
@@ -17700,7 +17700,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 1",
+        .where = "ops.yaml:1458 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1161,
@@ -17711,7 +17711,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 2",
+        .where = "ops.yaml:1458 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17723,7 +17723,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 3",
+        .where = "ops.yaml:1458 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1163,
@@ -17734,7 +17734,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:1434 sample 4",
+        .where = "ops.yaml:1458 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1164,
@@ -17745,7 +17745,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1452 sample 0",
+        .where = "ops.yaml:1476 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1168,
@@ -17756,7 +17756,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1452 sample 1",
+        .where = "ops.yaml:1476 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1169,
@@ -17767,7 +17767,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1452 sample 2",
+        .where = "ops.yaml:1476 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17779,7 +17779,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1452 sample 3",
+        .where = "ops.yaml:1476 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1171,
@@ -17790,7 +17790,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:1452 sample 4",
+        .where = "ops.yaml:1476 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1172,
@@ -17801,7 +17801,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1470 sample 0",
+        .where = "ops.yaml:1494 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -17813,7 +17813,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1470 sample 1",
+        .where = "ops.yaml:1494 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -17825,7 +17825,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:1470 sample 2",
+        .where = "ops.yaml:1494 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -17841,7 +17841,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1487 sample 0",
+        .where = "ops.yaml:1511 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -17853,7 +17853,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1487 sample 1",
+        .where = "ops.yaml:1511 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -17865,7 +17865,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:1487 sample 2",
+        .where = "ops.yaml:1511 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -17881,7 +17881,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 0",
+        .where = "ops.yaml:1550 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1188,
@@ -17892,7 +17892,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 1",
+        .where = "ops.yaml:1550 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17904,7 +17904,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 2",
+        .where = "ops.yaml:1550 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1190,
@@ -17915,7 +17915,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 3",
+        .where = "ops.yaml:1550 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1191,
@@ -17926,7 +17926,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:1526 sample 4",
+        .where = "ops.yaml:1550 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1192,
@@ -17937,7 +17937,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 0",
+        .where = "ops.yaml:1564 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -17949,7 +17949,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 1",
+        .where = "ops.yaml:1564 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -17962,7 +17962,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 2",
+        .where = "ops.yaml:1564 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -17974,7 +17974,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 3",
+        .where = "ops.yaml:1564 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -17986,7 +17986,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:1540 sample 4",
+        .where = "ops.yaml:1564 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -17998,7 +17998,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 0",
+        .where = "ops.yaml:1579 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18010,7 +18010,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 1",
+        .where = "ops.yaml:1579 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18023,7 +18023,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 2",
+        .where = "ops.yaml:1579 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18035,7 +18035,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 3",
+        .where = "ops.yaml:1579 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -18047,7 +18047,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:1555 sample 4",
+        .where = "ops.yaml:1579 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -18059,7 +18059,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 0",
+        .where = "ops.yaml:1594 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18071,7 +18071,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 1",
+        .where = "ops.yaml:1594 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18084,7 +18084,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 2",
+        .where = "ops.yaml:1594 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18096,7 +18096,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 3",
+        .where = "ops.yaml:1594 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18108,7 +18108,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 4",
+        .where = "ops.yaml:1594 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -18120,7 +18120,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:1570 sample 5",
+        .where = "ops.yaml:1594 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -18132,7 +18132,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 0",
+        .where = "ops.yaml:1610 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18144,7 +18144,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 1",
+        .where = "ops.yaml:1610 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18157,7 +18157,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 2",
+        .where = "ops.yaml:1610 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18169,7 +18169,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 3",
+        .where = "ops.yaml:1610 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -18181,7 +18181,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:1586 sample 4",
+        .where = "ops.yaml:1610 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -18193,7 +18193,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 0",
+        .where = "ops.yaml:1626 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18205,7 +18205,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 1",
+        .where = "ops.yaml:1626 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18218,7 +18218,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 2",
+        .where = "ops.yaml:1626 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18232,7 +18232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 3",
+        .where = "ops.yaml:1626 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -18244,7 +18244,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 4",
+        .where = "ops.yaml:1626 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -18258,7 +18258,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:1602 sample 5",
+        .where = "ops.yaml:1626 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -18272,7 +18272,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 0",
+        .where = "ops.yaml:1642 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18284,7 +18284,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 1",
+        .where = "ops.yaml:1642 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18299,7 +18299,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 2",
+        .where = "ops.yaml:1642 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18315,7 +18315,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 3",
+        .where = "ops.yaml:1642 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18329,7 +18329,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 4",
+        .where = "ops.yaml:1642 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -18343,7 +18343,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:1618 sample 5",
+        .where = "ops.yaml:1642 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -18355,7 +18355,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 0",
+        .where = "ops.yaml:1665 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -18367,7 +18367,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 1",
+        .where = "ops.yaml:1665 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -18381,7 +18381,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 2",
+        .where = "ops.yaml:1665 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -18395,7 +18395,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 3",
+        .where = "ops.yaml:1665 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18408,7 +18408,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 4",
+        .where = "ops.yaml:1665 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -18422,7 +18422,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:1641 sample 5",
+        .where = "ops.yaml:1665 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -18434,7 +18434,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 0",
+        .where = "ops.yaml:1688 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -18446,7 +18446,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 1",
+        .where = "ops.yaml:1688 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -18460,7 +18460,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 2",
+        .where = "ops.yaml:1688 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -18474,7 +18474,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 3",
+        .where = "ops.yaml:1688 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -18488,7 +18488,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 4",
+        .where = "ops.yaml:1688 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18501,7 +18501,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 5",
+        .where = "ops.yaml:1688 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -18513,7 +18513,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 6",
+        .where = "ops.yaml:1688 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -18527,7 +18527,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 7",
+        .where = "ops.yaml:1688 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
@@ -18539,7 +18539,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 8",
+        .where = "ops.yaml:1688 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
@@ -18553,7 +18553,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 9",
+        .where = "ops.yaml:1688 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
@@ -18567,7 +18567,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 10",
+        .where = "ops.yaml:1688 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18580,7 +18580,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:1664 sample 11",
+        .where = "ops.yaml:1688 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
@@ -18594,7 +18594,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 0",
+        .where = "ops.yaml:1713 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -18606,7 +18606,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 1",
+        .where = "ops.yaml:1713 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18619,7 +18619,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 2",
+        .where = "ops.yaml:1713 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -18631,7 +18631,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 3",
+        .where = "ops.yaml:1713 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -18643,7 +18643,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:1689 sample 4",
+        .where = "ops.yaml:1713 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -18655,7 +18655,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1715 sample 0",
+        .where = "ops.yaml:1739 sample 0",
         .n_inputs = 0,
         .call = call_empty_1272,
         .call_inplace = NULL,
@@ -18665,7 +18665,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1715 sample 1",
+        .where = "ops.yaml:1739 sample 1",
         .n_inputs = 0,
         .call = call_empty_1273,
         .call_inplace = NULL,
@@ -18675,7 +18675,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:1715 sample 2",
+        .where = "ops.yaml:1739 sample 2",
         .n_inputs = 0,
         .call = call_empty_1274,
         .call_inplace = NULL,
@@ -18685,7 +18685,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:1722 sample 0",
+        .where = "ops.yaml:1746 sample 0",
         .n_inputs = 0,
         .call = call_zeros_1275,
         .call_inplace = NULL,
@@ -18695,7 +18695,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:1730 sample 0",
+        .where = "ops.yaml:1754 sample 0",
         .n_inputs = 0,
         .call = call_ones_1276,
         .call_inplace = NULL,
@@ -18705,7 +18705,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1745 sample 0",
+        .where = "ops.yaml:1769 sample 0",
         .n_inputs = 0,
         .call = call_full_1277,
         .call_inplace = NULL,
@@ -18715,7 +18715,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1745 sample 1",
+        .where = "ops.yaml:1769 sample 1",
         .n_inputs = 0,
         .call = call_full_1278,
         .call_inplace = NULL,
@@ -18725,7 +18725,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:1745 sample 2",
+        .where = "ops.yaml:1769 sample 2",
         .n_inputs = 0,
         .call = call_full_1279,
         .call_inplace = NULL,
@@ -18735,7 +18735,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1756 sample 0",
+        .where = "ops.yaml:1780 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1280,
@@ -18746,7 +18746,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1756 sample 1",
+        .where = "ops.yaml:1780 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18758,7 +18758,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:1756 sample 2",
+        .where = "ops.yaml:1780 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1282,
@@ -18769,7 +18769,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 0",
+        .where = "ops.yaml:1800 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1283,
@@ -18780,7 +18780,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 1",
+        .where = "ops.yaml:1800 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18792,7 +18792,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 2",
+        .where = "ops.yaml:1800 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1285,
@@ -18803,7 +18803,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:1776 sample 3",
+        .where = "ops.yaml:1800 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1286,
@@ -18814,7 +18814,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1788 sample 0",
+        .where = "ops.yaml:1812 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1287,
@@ -18825,7 +18825,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1788 sample 1",
+        .where = "ops.yaml:1812 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18837,7 +18837,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:1788 sample 2",
+        .where = "ops.yaml:1812 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1289,
@@ -18848,7 +18848,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:1793 sample 0",
+        .where = "ops.yaml:1817 sample 0",
         .n_inputs = 0,
         .call = call_arange_1290,
         .call_inplace = NULL,
@@ -18858,7 +18858,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1808 sample 0",
+        .where = "ops.yaml:1832 sample 0",
         .n_inputs = 0,
         .call = call_linspace_1291,
         .call_inplace = NULL,
@@ -18868,7 +18868,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1808 sample 1",
+        .where = "ops.yaml:1832 sample 1",
         .n_inputs = 0,
         .call = call_linspace_1292,
         .call_inplace = NULL,
@@ -18878,7 +18878,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:1808 sample 2",
+        .where = "ops.yaml:1832 sample 2",
         .n_inputs = 0,
         .call = call_linspace_1293,
         .call_inplace = NULL,
@@ -18888,7 +18888,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1820 sample 0",
+        .where = "ops.yaml:1844 sample 0",
         .n_inputs = 0,
         .call = call_eye_1294,
         .call_inplace = NULL,
@@ -18898,7 +18898,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:1820 sample 1",
+        .where = "ops.yaml:1844 sample 1",
         .n_inputs = 0,
         .call = call_eye_1295,
         .call_inplace = NULL,
@@ -18908,7 +18908,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1831 sample 0",
+        .where = "ops.yaml:1855 sample 0",
         .n_inputs = 0,
         .call = call_eye_m_1296,
         .call_inplace = NULL,
@@ -18918,7 +18918,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:1831 sample 1",
+        .where = "ops.yaml:1855 sample 1",
         .n_inputs = 0,
         .call = call_eye_m_1297,
         .call_inplace = NULL,
@@ -18928,7 +18928,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:1835 sample 0",
+        .where = "ops.yaml:1859 sample 0",
         .n_inputs = 0,
         .call = call_rand_1298,
         .call_inplace = NULL,
@@ -18938,7 +18938,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:1846 sample 0",
+        .where = "ops.yaml:1870 sample 0",
         .n_inputs = 0,
         .call = call_randn_1300,
         .call_inplace = NULL,
@@ -18948,7 +18948,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1863 sample 0",
+        .where = "ops.yaml:1887 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1302,
@@ -18959,7 +18959,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:1863 sample 1",
+        .where = "ops.yaml:1887 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1303,
@@ -18970,7 +18970,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1873 sample 0",
+        .where = "ops.yaml:1897 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1304,
@@ -18981,7 +18981,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:1873 sample 1",
+        .where = "ops.yaml:1897 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1305,
@@ -18992,7 +18992,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1884 sample 0",
+        .where = "ops.yaml:1908 sample 0",
         .n_inputs = 0,
         .call = call_randint_1306,
         .call_inplace = NULL,
@@ -19002,7 +19002,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:1884 sample 1",
+        .where = "ops.yaml:1908 sample 1",
         .n_inputs = 0,
         .call = call_randint_1307,
         .call_inplace = NULL,
@@ -19012,7 +19012,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:1895 sample 0",
+        .where = "ops.yaml:1919 sample 0",
         .n_inputs = 0,
         .call = call_randint_low_1308,
         .call_inplace = NULL,
@@ -19022,7 +19022,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1905 sample 0",
+        .where = "ops.yaml:1929 sample 0",
         .n_inputs = 0,
         .call = call_randperm_1309,
         .call_inplace = NULL,
@@ -19032,7 +19032,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:1905 sample 1",
+        .where = "ops.yaml:1929 sample 1",
         .n_inputs = 0,
         .call = call_randperm_1310,
         .call_inplace = NULL,
@@ -19042,7 +19042,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1922 sample 0",
+        .where = "ops.yaml:1946 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1311,
@@ -19053,7 +19053,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1922 sample 1",
+        .where = "ops.yaml:1946 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19065,7 +19065,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:1922 sample 2",
+        .where = "ops.yaml:1946 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1315,
@@ -19076,7 +19076,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1933 sample 0",
+        .where = "ops.yaml:1957 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1317,
@@ -19087,7 +19087,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1933 sample 1",
+        .where = "ops.yaml:1957 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19099,7 +19099,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:1933 sample 2",
+        .where = "ops.yaml:1957 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1321,
@@ -19110,7 +19110,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1945 sample 0",
+        .where = "ops.yaml:1969 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_1324,
@@ -19121,7 +19121,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1945 sample 1",
+        .where = "ops.yaml:1969 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19133,7 +19133,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:1945 sample 2",
+        .where = "ops.yaml:1969 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_1328,
@@ -19144,7 +19144,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1958 sample 0",
+        .where = "ops.yaml:1982 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1331,
@@ -19155,7 +19155,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:1958 sample 1",
+        .where = "ops.yaml:1982 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1332,
@@ -19957,7 +19957,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:998: dtype of self",
+        .what = "ops.yaml:999: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_var_1027,
@@ -19966,7 +19966,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:998: dim out of range",
+        .what = "ops.yaml:999: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_var_1028,
@@ -19975,7 +19975,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1012: dtype of self",
+        .what = "ops.yaml:1014: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_std_1032,
@@ -19984,7 +19984,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1012: dim out of range",
+        .what = "ops.yaml:1014: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_std_1033,
@@ -19993,7 +19993,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1032: is_floating(result_dtype)",
+        .what = "ops.yaml:1035: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1038,
@@ -20002,7 +20002,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1025: dtype of self",
+        .what = "ops.yaml:1028: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_linalg_vector_norm_1039,
@@ -20011,7 +20011,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1025: dim out of range",
+        .what = "ops.yaml:1028: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1040,
@@ -20020,7 +20020,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1094: self.dim == 2",
+        .what = "ops.yaml:1118: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20030,7 +20030,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1096: mat2.dim == 2",
+        .what = "ops.yaml:1120: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -20040,7 +20040,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1098: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1122: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -20050,7 +20050,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1088: dtype of self",
+        .what = "ops.yaml:1112: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -20060,7 +20060,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1115: self.dim >= 1",
+        .what = "ops.yaml:1139: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -20070,7 +20070,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1117: other.dim >= 1",
+        .what = "ops.yaml:1141: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -20080,7 +20080,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1109: dtype of self",
+        .what = "ops.yaml:1133: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -20090,7 +20090,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1140: self.dim == 3",
+        .what = "ops.yaml:1164: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -20100,7 +20100,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1142: mat2.dim == 3",
+        .what = "ops.yaml:1166: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20110,7 +20110,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1144: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1168: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -20120,7 +20120,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1146: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1170: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -20130,7 +20130,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1134: dtype of self",
+        .what = "ops.yaml:1158: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -20140,7 +20140,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1163: mat1.dim == 2",
+        .what = "ops.yaml:1187: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -20151,7 +20151,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1165: mat2.dim == 2",
+        .what = "ops.yaml:1189: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -20162,7 +20162,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1167: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1191: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -20173,7 +20173,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1169: self.dim <= 2",
+        .what = "ops.yaml:1193: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -20185,7 +20185,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1171: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1195: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -20197,7 +20197,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1173: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1197: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -20208,7 +20208,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1157: dtype of self",
+        .what = "ops.yaml:1181: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20219,7 +20219,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1191: batch1.dim == 3",
+        .what = "ops.yaml:1215: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -20230,7 +20230,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1193: batch2.dim == 3",
+        .what = "ops.yaml:1217: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -20241,7 +20241,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1195: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1219: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -20252,7 +20252,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1197: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1221: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -20263,7 +20263,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1199: self.dim <= 3",
+        .what = "ops.yaml:1223: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -20275,7 +20275,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1201: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1225: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -20287,7 +20287,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1203: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1227: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -20299,7 +20299,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1205: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+            "ops.yaml:1229: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -20310,7 +20310,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1185: dtype of self",
+        .what = "ops.yaml:1209: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -20321,7 +20321,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1223: self.dim == 1",
+        .what = "ops.yaml:1247: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -20331,7 +20331,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1225: tensor.dim == 1",
+        .what = "ops.yaml:1249: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
@@ -20341,7 +20341,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1227: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1251: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -20351,7 +20351,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1217: dtype of self",
+        .what = "ops.yaml:1241: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -20361,7 +20361,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1242: self.dim == 1",
+        .what = "ops.yaml:1266: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -20371,7 +20371,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1244: vec2.dim == 1",
+        .what = "ops.yaml:1268: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -20381,7 +20381,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1236: dtype of self",
+        .what = "ops.yaml:1260: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -20391,7 +20391,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "t",
-        .what = "ops.yaml:1284: self.dim <= 2",
+        .what = "ops.yaml:1308: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_t_1131,
@@ -20400,7 +20400,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1292: dim0 out of range",
+        .what = "ops.yaml:1316: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1134,
@@ -20409,7 +20409,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1292: dim1 out of range",
+        .what = "ops.yaml:1316: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1135,
@@ -20418,7 +20418,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1309: len(dims) == self.dim",
+        .what = "ops.yaml:1333: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1137,
@@ -20427,7 +20427,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1303: dims out of range",
+        .what = "ops.yaml:1327: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1138,
@@ -20436,7 +20436,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1355: dim out of range",
+        .what = "ops.yaml:1379: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = error_squeeze_dim_1148,
@@ -20445,7 +20445,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1366: dim out of range",
+        .what = "ops.yaml:1390: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_unsqueeze_1151,
@@ -20454,7 +20454,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1383: step > 0",
+        .what = "ops.yaml:1407: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1154,
@@ -20463,7 +20463,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1377: dim out of range",
+        .what = "ops.yaml:1401: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1155,
@@ -20472,7 +20472,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "select",
-        .what = "ops.yaml:1391: dim out of range",
+        .what = "ops.yaml:1415: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_select_1158,
@@ -20481,7 +20481,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1430: is_floating(result_dtype)",
+        .what = "ops.yaml:1454: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_1165,
@@ -20490,7 +20490,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1423: dtype of self",
+        .what = "ops.yaml:1447: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_softmax_1166,
@@ -20499,7 +20499,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:1423: dim out of range",
+        .what = "ops.yaml:1447: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_1167,
@@ -20508,7 +20508,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1448: is_floating(result_dtype)",
+        .what = "ops.yaml:1472: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_1173,
@@ -20517,7 +20517,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1441: dtype of self",
+        .what = "ops.yaml:1465: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_log_softmax_1174,
@@ -20526,7 +20526,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:1441: dim out of range",
+        .what = "ops.yaml:1465: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_1175,
@@ -20535,7 +20535,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1466: grad_output.dim == output.dim",
+        .what = "ops.yaml:1490: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -20545,7 +20545,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1459: dtype of grad_output",
+        .what = "ops.yaml:1483: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20555,7 +20555,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:1459: dim out of range",
+        .what = "ops.yaml:1483: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20565,7 +20565,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1483: grad_output.dim == output.dim",
+        .what = "ops.yaml:1507: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -20575,7 +20575,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1476: dtype of grad_output",
+        .what = "ops.yaml:1500: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20585,7 +20585,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:1476: dim out of range",
+        .what = "ops.yaml:1500: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20595,7 +20595,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:1520: dtype of input",
+        .what = "ops.yaml:1544: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_dropout_1193,
@@ -20604,7 +20604,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1533: reduction not a choice",
+        .what = "ops.yaml:1557: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20614,7 +20614,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:1533: dtype of self",
+        .what = "ops.yaml:1557: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20624,7 +20624,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1548: reduction not a choice",
+        .what = "ops.yaml:1572: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20634,7 +20634,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:1548: dtype of self",
+        .what = "ops.yaml:1572: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20644,7 +20644,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1563: reduction not a choice",
+        .what = "ops.yaml:1587: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20654,7 +20654,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:1563: dtype of self",
+        .what = "ops.yaml:1587: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20664,7 +20664,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1579: reduction not a choice",
+        .what = "ops.yaml:1603: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20674,7 +20674,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:1579: dtype of self",
+        .what = "ops.yaml:1603: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20684,7 +20684,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1594: reduction not a choice",
+        .what = "ops.yaml:1618: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20694,7 +20694,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:1594: dtype of self",
+        .what = "ops.yaml:1618: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20704,7 +20704,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1611: reduction not a choice",
+        .what = "ops.yaml:1635: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20714,7 +20714,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:1611: dtype of self",
+        .what = "ops.yaml:1635: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20724,7 +20724,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1634: self.dim >= 1",
+        .what = "ops.yaml:1658: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -20734,7 +20734,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1636: weight.dim == 1",
+        .what = "ops.yaml:1660: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -20746,7 +20746,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1627: reduction not a choice",
+        .what = "ops.yaml:1651: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -20756,7 +20756,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:1627: dtype of self",
+        .what = "ops.yaml:1651: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -20766,7 +20766,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1657: self.dim >= 1",
+        .what = "ops.yaml:1681: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -20776,7 +20776,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1659: weight.dim == 1",
+        .what = "ops.yaml:1683: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -20788,7 +20788,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1650: reduction not a choice",
+        .what = "ops.yaml:1674: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -20798,7 +20798,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:1650: dtype of self",
+        .what = "ops.yaml:1674: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -20808,7 +20808,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1679: reduction not a choice",
+        .what = "ops.yaml:1703: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -20818,7 +20818,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:1679: dtype of self",
+        .what = "ops.yaml:1703: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -20828,7 +20828,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:1840: is_floating(result_dtype)",
+        .what = "ops.yaml:1864: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_1299,
         .expect = 0,
@@ -20836,7 +20836,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:1851: is_floating(result_dtype)",
+        .what = "ops.yaml:1875: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_1301,
         .expect = 0,
@@ -20844,7 +20844,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "normal",
-        .what = "ops.yaml:1927: dtype of self",
+        .what = "ops.yaml:1951: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_normal_1323,
@@ -20853,7 +20853,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:1939: dtype of self",
+        .what = "ops.yaml:1963: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_uniform_1330,
@@ -20862,7 +20862,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:1952: dtype of self",
+        .what = "ops.yaml:1976: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_sum_to_1333,

@@ -2306,35 +2306,35 @@ def case_402(self):
 
 
 def case_403(self):
-    """logsumexp (ops.yaml:992 sample 0)"""
+    """logsumexp (ops.yaml:993 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_404(self):
-    """logsumexp (ops.yaml:992 sample 1)"""
+    """logsumexp (ops.yaml:993 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_405(self):
-    """logsumexp (ops.yaml:992 sample 2)"""
+    """logsumexp (ops.yaml:993 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_406(self):
-    """logsumexp (ops.yaml:992 sample 3)"""
+    """logsumexp (ops.yaml:993 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_407(self):
-    """var.correction (ops.yaml:1005 sample 0)"""
+    """var.correction (ops.yaml:1007 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2342,7 +2342,7 @@ def case_407(self):
 
 
 def case_408(self):
-    """var.correction (ops.yaml:1005 sample 1)"""
+    """var.correction (ops.yaml:1007 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2350,7 +2350,7 @@ def case_408(self):
 
 
 def case_409(self):
-    """var.correction (ops.yaml:1005 sample 2)"""
+    """var.correction (ops.yaml:1007 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2358,7 +2358,7 @@ def case_409(self):
 
 
 def case_410(self):
-    """var.correction (ops.yaml:1005 sample 3)"""
+    """var.correction (ops.yaml:1007 sample 3)"""
     dim = []
     correction = None
     keepdim = False
@@ -2366,7 +2366,7 @@ def case_410(self):
 
 
 def case_411(self):
-    """std.correction (ops.yaml:1019 sample 0)"""
+    """std.correction (ops.yaml:1022 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2374,7 +2374,7 @@ def case_411(self):
 
 
 def case_412(self):
-    """std.correction (ops.yaml:1019 sample 1)"""
+    """std.correction (ops.yaml:1022 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2382,7 +2382,7 @@ def case_412(self):
 
 
 def case_413(self):
-    """std.correction (ops.yaml:1019 sample 2)"""
+    """std.correction (ops.yaml:1022 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2390,7 +2390,7 @@ def case_413(self):
 
 
 def case_414(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2399,7 +2399,7 @@ def case_414(self):
 
 
 def case_415(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2408,7 +2408,7 @@ def case_415(self):
 
 
 def case_416(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2417,7 +2417,7 @@ def case_416(self):
 
 
 def case_417(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2426,297 +2426,297 @@ def case_417(self):
 
 
 def case_418(self, mat2):
-    """mm (ops.yaml:1103 sample 0)"""
+    """mm (ops.yaml:1127 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_419(self, mat2):
-    """mm (ops.yaml:1103 sample 1)"""
+    """mm (ops.yaml:1127 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_420(self, mat2):
-    """mm (ops.yaml:1103 sample 2)"""
+    """mm (ops.yaml:1127 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_421(self, mat2):
-    """mm (ops.yaml:1103 sample 3)"""
+    """mm (ops.yaml:1127 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_422(self, other):
-    """matmul (ops.yaml:1121 sample 0)"""
+    """matmul (ops.yaml:1145 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_423(self, other):
-    """matmul (ops.yaml:1121 sample 1)"""
+    """matmul (ops.yaml:1145 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_424(self, other):
-    """matmul (ops.yaml:1121 sample 2)"""
+    """matmul (ops.yaml:1145 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_425(self, other):
-    """matmul (ops.yaml:1121 sample 3)"""
+    """matmul (ops.yaml:1145 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_426(self, other):
-    """matmul (ops.yaml:1121 sample 4)"""
+    """matmul (ops.yaml:1145 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_427(self, other):
-    """matmul (ops.yaml:1121 sample 5)"""
+    """matmul (ops.yaml:1145 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_428(self, other):
-    """matmul (ops.yaml:1121 sample 6)"""
+    """matmul (ops.yaml:1145 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_429(self, other):
-    """matmul (ops.yaml:1121 sample 7)"""
+    """matmul (ops.yaml:1145 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_430(self, other):
-    """matmul (ops.yaml:1121 sample 8)"""
+    """matmul (ops.yaml:1145 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_431(self, other):
-    """matmul (ops.yaml:1121 sample 9)"""
+    """matmul (ops.yaml:1145 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_432(self, other):
-    """matmul (ops.yaml:1121 sample 10)"""
+    """matmul (ops.yaml:1145 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_433(self, mat2):
-    """bmm (ops.yaml:1151 sample 0)"""
+    """bmm (ops.yaml:1175 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_434(self, mat2):
-    """bmm (ops.yaml:1151 sample 1)"""
+    """bmm (ops.yaml:1175 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_435(self, mat2):
-    """bmm (ops.yaml:1151 sample 2)"""
+    """bmm (ops.yaml:1175 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_436(self, mat2):
-    """bmm (ops.yaml:1151 sample 3)"""
+    """bmm (ops.yaml:1175 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_437(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 0)"""
+    """addmm (ops.yaml:1202 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_438(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 1)"""
+    """addmm (ops.yaml:1202 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_439(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 2)"""
+    """addmm (ops.yaml:1202 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_440(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 3)"""
+    """addmm (ops.yaml:1202 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_441(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 4)"""
+    """addmm (ops.yaml:1202 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_442(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 0)"""
+    """baddbmm (ops.yaml:1234 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_443(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 1)"""
+    """baddbmm (ops.yaml:1234 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_444(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 2)"""
+    """baddbmm (ops.yaml:1234 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_445(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 3)"""
+    """baddbmm (ops.yaml:1234 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_446(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 4)"""
+    """baddbmm (ops.yaml:1234 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_447(self, tensor):
-    """dot (ops.yaml:1231 sample 0)"""
+    """dot (ops.yaml:1255 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_448(self, tensor):
-    """dot (ops.yaml:1231 sample 1)"""
+    """dot (ops.yaml:1255 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_449(self, tensor):
-    """dot (ops.yaml:1231 sample 2)"""
+    """dot (ops.yaml:1255 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_450(self, vec2):
-    """outer (ops.yaml:1248 sample 0)"""
+    """outer (ops.yaml:1272 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_451(self, vec2):
-    """outer (ops.yaml:1248 sample 1)"""
+    """outer (ops.yaml:1272 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_452(self, vec2):
-    """outer (ops.yaml:1248 sample 2)"""
+    """outer (ops.yaml:1272 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_453(self):
-    """t (ops.yaml:1288 sample 0)"""
+    """t (ops.yaml:1312 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_454(self):
-    """t (ops.yaml:1288 sample 1)"""
+    """t (ops.yaml:1312 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_455(self):
-    """transpose (ops.yaml:1299 sample 0)"""
+    """transpose (ops.yaml:1323 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_456(self):
-    """transpose (ops.yaml:1299 sample 1)"""
+    """transpose (ops.yaml:1323 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_457(self):
-    """permute (ops.yaml:1313 sample 0)"""
+    """permute (ops.yaml:1337 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_458(self):
-    """view (ops.yaml:1322 sample 0)"""
+    """view (ops.yaml:1346 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_459(self):
-    """view (ops.yaml:1322 sample 1)"""
+    """view (ops.yaml:1346 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_460(self):
-    """reshape (ops.yaml:1332 sample 0)"""
+    """reshape (ops.yaml:1356 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_461(self):
-    """reshape (ops.yaml:1332 sample 1)"""
+    """reshape (ops.yaml:1356 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_462(self):
-    """expand (ops.yaml:1342 sample 0)"""
+    """expand (ops.yaml:1366 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_463(self):
-    """expand (ops.yaml:1342 sample 1)"""
+    """expand (ops.yaml:1366 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_464(self):
-    """squeeze (ops.yaml:1352 sample 0)"""
+    """squeeze (ops.yaml:1376 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_465(self):
-    """squeeze.dim (ops.yaml:1362 sample 0)"""
+    """squeeze.dim (ops.yaml:1386 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_466(self):
-    """squeeze.dim (ops.yaml:1362 sample 1)"""
+    """squeeze.dim (ops.yaml:1386 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_467(self):
-    """unsqueeze (ops.yaml:1373 sample 0)"""
+    """unsqueeze (ops.yaml:1397 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_468(self):
-    """unsqueeze (ops.yaml:1373 sample 1)"""
+    """unsqueeze (ops.yaml:1397 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_469(self):
-    """slice (ops.yaml:1387 sample 0)"""
+    """slice (ops.yaml:1411 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2725,7 +2725,7 @@ def case_469(self):
 
 
 def case_470(self):
-    """slice (ops.yaml:1387 sample 1)"""
+    """slice (ops.yaml:1411 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2734,132 +2734,132 @@ def case_470(self):
 
 
 def case_471(self):
-    """select (ops.yaml:1398 sample 0)"""
+    """select (ops.yaml:1422 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_472(self):
-    """select (ops.yaml:1398 sample 1)"""
+    """select (ops.yaml:1422 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_473(self):
-    """contiguous (ops.yaml:1408 sample 0)"""
+    """contiguous (ops.yaml:1432 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
 def case_474(self):
-    """softmax.int (ops.yaml:1434 sample 0)"""
+    """softmax.int (ops.yaml:1458 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_475(self):
-    """softmax.int (ops.yaml:1434 sample 1)"""
+    """softmax.int (ops.yaml:1458 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_476(self):
-    """softmax.int (ops.yaml:1434 sample 2)"""
+    """softmax.int (ops.yaml:1458 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_477(self):
-    """softmax.int (ops.yaml:1434 sample 3)"""
+    """softmax.int (ops.yaml:1458 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_478(self):
-    """softmax.int (ops.yaml:1434 sample 4)"""
+    """softmax.int (ops.yaml:1458 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_479(self):
-    """log_softmax.int (ops.yaml:1452 sample 0)"""
+    """log_softmax.int (ops.yaml:1476 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_480(self):
-    """log_softmax.int (ops.yaml:1452 sample 1)"""
+    """log_softmax.int (ops.yaml:1476 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_481(self):
-    """log_softmax.int (ops.yaml:1452 sample 2)"""
+    """log_softmax.int (ops.yaml:1476 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_482(self):
-    """log_softmax.int (ops.yaml:1452 sample 3)"""
+    """log_softmax.int (ops.yaml:1476 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_483(self):
-    """log_softmax.int (ops.yaml:1452 sample 4)"""
+    """log_softmax.int (ops.yaml:1476 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_484(grad_output, output):
-    """softmax_backward_data (ops.yaml:1470 sample 0)"""
+    """softmax_backward_data (ops.yaml:1494 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_485(grad_output, output):
-    """softmax_backward_data (ops.yaml:1470 sample 1)"""
+    """softmax_backward_data (ops.yaml:1494 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_486(grad_output, output):
-    """softmax_backward_data (ops.yaml:1470 sample 2)"""
+    """softmax_backward_data (ops.yaml:1494 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_487(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1487 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:1511 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_488(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1487 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:1511 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_489(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:1487 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:1511 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_490(input):
-    """dropout (ops.yaml:1526 sample 0)"""
+    """dropout (ops.yaml:1550 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -2867,7 +2867,7 @@ def case_490(input):
 
 
 def case_491(input):
-    """dropout (ops.yaml:1526 sample 1)"""
+    """dropout (ops.yaml:1550 sample 1)"""
     p = 0.25
     train = True
     generator = None
@@ -2875,7 +2875,7 @@ def case_491(input):
 
 
 def case_492(input):
-    """dropout (ops.yaml:1526 sample 2)"""
+    """dropout (ops.yaml:1550 sample 2)"""
     p = 0.5
     train = False
     generator = None
@@ -2883,7 +2883,7 @@ def case_492(input):
 
 
 def case_493(input):
-    """dropout (ops.yaml:1526 sample 3)"""
+    """dropout (ops.yaml:1550 sample 3)"""
     p = 0.5
     train = True
     generator = None
@@ -2891,7 +2891,7 @@ def case_493(input):
 
 
 def case_494(input):
-    """dropout (ops.yaml:1526 sample 4)"""
+    """dropout (ops.yaml:1550 sample 4)"""
     p = 1.0
     train = True
     generator = None
@@ -2899,183 +2899,183 @@ def case_494(input):
 
 
 def case_495(self, target):
-    """mse_loss (ops.yaml:1540 sample 0)"""
+    """mse_loss (ops.yaml:1564 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_496(self, target):
-    """mse_loss (ops.yaml:1540 sample 1)"""
+    """mse_loss (ops.yaml:1564 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_497(self, target):
-    """mse_loss (ops.yaml:1540 sample 2)"""
+    """mse_loss (ops.yaml:1564 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_498(self, target):
-    """mse_loss (ops.yaml:1540 sample 3)"""
+    """mse_loss (ops.yaml:1564 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_499(self, target):
-    """mse_loss (ops.yaml:1540 sample 4)"""
+    """mse_loss (ops.yaml:1564 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_500(self, target):
-    """l1_loss (ops.yaml:1555 sample 0)"""
+    """l1_loss (ops.yaml:1579 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_501(self, target):
-    """l1_loss (ops.yaml:1555 sample 1)"""
+    """l1_loss (ops.yaml:1579 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_502(self, target):
-    """l1_loss (ops.yaml:1555 sample 2)"""
+    """l1_loss (ops.yaml:1579 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_503(self, target):
-    """l1_loss (ops.yaml:1555 sample 3)"""
+    """l1_loss (ops.yaml:1579 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_504(self, target):
-    """l1_loss (ops.yaml:1555 sample 4)"""
+    """l1_loss (ops.yaml:1579 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_505(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 0)"""
+    """smooth_l1_loss (ops.yaml:1594 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_506(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 1)"""
+    """smooth_l1_loss (ops.yaml:1594 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_507(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 2)"""
+    """smooth_l1_loss (ops.yaml:1594 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_508(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 3)"""
+    """smooth_l1_loss (ops.yaml:1594 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_509(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 4)"""
+    """smooth_l1_loss (ops.yaml:1594 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_510(self, target):
-    """smooth_l1_loss (ops.yaml:1570 sample 5)"""
+    """smooth_l1_loss (ops.yaml:1594 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_511(self, target):
-    """huber_loss (ops.yaml:1586 sample 0)"""
+    """huber_loss (ops.yaml:1610 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_512(self, target):
-    """huber_loss (ops.yaml:1586 sample 1)"""
+    """huber_loss (ops.yaml:1610 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_513(self, target):
-    """huber_loss (ops.yaml:1586 sample 2)"""
+    """huber_loss (ops.yaml:1610 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_514(self, target):
-    """huber_loss (ops.yaml:1586 sample 3)"""
+    """huber_loss (ops.yaml:1610 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_515(self, target):
-    """huber_loss (ops.yaml:1586 sample 4)"""
+    """huber_loss (ops.yaml:1610 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_516(self, target):
-    """binary_cross_entropy (ops.yaml:1602 sample 0)"""
+    """binary_cross_entropy (ops.yaml:1626 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_517(self, target):
-    """binary_cross_entropy (ops.yaml:1602 sample 1)"""
+    """binary_cross_entropy (ops.yaml:1626 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_518(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1602 sample 2)"""
+    """binary_cross_entropy (ops.yaml:1626 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_519(self, target):
-    """binary_cross_entropy (ops.yaml:1602 sample 3)"""
+    """binary_cross_entropy (ops.yaml:1626 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_520(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1602 sample 4)"""
+    """binary_cross_entropy (ops.yaml:1626 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_521(self, target, weight):
-    """binary_cross_entropy (ops.yaml:1602 sample 5)"""
+    """binary_cross_entropy (ops.yaml:1626 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_522(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 0)"""
+    """binary_cross_entropy_with_logits (ops.yaml:1642 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
@@ -3083,34 +3083,34 @@ def case_522(self, target):
 
 
 def case_523(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 1)"""
+    """binary_cross_entropy_with_logits (ops.yaml:1642 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_524(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 2)"""
+    """binary_cross_entropy_with_logits (ops.yaml:1642 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_525(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 3)"""
+    """binary_cross_entropy_with_logits (ops.yaml:1642 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_526(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 4)"""
+    """binary_cross_entropy_with_logits (ops.yaml:1642 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_527(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:1618 sample 5)"""
+    """binary_cross_entropy_with_logits (ops.yaml:1642 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
@@ -3118,7 +3118,7 @@ def case_527(self, target):
 
 
 def case_528(self, target):
-    """nll_loss (ops.yaml:1641 sample 0)"""
+    """nll_loss (ops.yaml:1665 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3126,21 +3126,21 @@ def case_528(self, target):
 
 
 def case_529(self, target, weight):
-    """nll_loss (ops.yaml:1641 sample 1)"""
+    """nll_loss (ops.yaml:1665 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_530(self, target, weight):
-    """nll_loss (ops.yaml:1641 sample 2)"""
+    """nll_loss (ops.yaml:1665 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_531(self, target):
-    """nll_loss (ops.yaml:1641 sample 3)"""
+    """nll_loss (ops.yaml:1665 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
@@ -3148,14 +3148,14 @@ def case_531(self, target):
 
 
 def case_532(self, target, weight):
-    """nll_loss (ops.yaml:1641 sample 4)"""
+    """nll_loss (ops.yaml:1665 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_533(self, target):
-    """nll_loss (ops.yaml:1641 sample 5)"""
+    """nll_loss (ops.yaml:1665 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3163,7 +3163,7 @@ def case_533(self, target):
 
 
 def case_534(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 0)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3172,7 +3172,7 @@ def case_534(self, target):
 
 
 def case_535(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 1)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
@@ -3180,7 +3180,7 @@ def case_535(self, target, weight):
 
 
 def case_536(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 2)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
@@ -3188,7 +3188,7 @@ def case_536(self, target, weight):
 
 
 def case_537(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 3)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
@@ -3196,7 +3196,7 @@ def case_537(self, target, weight):
 
 
 def case_538(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 4)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3205,7 +3205,7 @@ def case_538(self, target):
 
 
 def case_539(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 5)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3214,7 +3214,7 @@ def case_539(self, target):
 
 
 def case_540(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 6)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -3222,7 +3222,7 @@ def case_540(self, target, weight):
 
 
 def case_541(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 7)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3231,7 +3231,7 @@ def case_541(self, target):
 
 
 def case_542(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 8)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
@@ -3239,7 +3239,7 @@ def case_542(self, target, weight):
 
 
 def case_543(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 9)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -3247,7 +3247,7 @@ def case_543(self, target, weight):
 
 
 def case_544(self, target):
-    """cross_entropy_loss (ops.yaml:1664 sample 10)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -3256,7 +3256,7 @@ def case_544(self, target):
 
 
 def case_545(self, target, weight):
-    """cross_entropy_loss (ops.yaml:1664 sample 11)"""
+    """cross_entropy_loss (ops.yaml:1688 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -3264,7 +3264,7 @@ def case_545(self, target, weight):
 
 
 def case_546(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 0)"""
+    """cross_entropy_index (ops.yaml:1713 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -3273,7 +3273,7 @@ def case_546(self, target):
 
 
 def case_547(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 1)"""
+    """cross_entropy_index (ops.yaml:1713 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -3282,7 +3282,7 @@ def case_547(self, target):
 
 
 def case_548(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 2)"""
+    """cross_entropy_index (ops.yaml:1713 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3291,7 +3291,7 @@ def case_548(self, target):
 
 
 def case_549(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 3)"""
+    """cross_entropy_index (ops.yaml:1713 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -3300,7 +3300,7 @@ def case_549(self, target):
 
 
 def case_550(self, target):
-    """cross_entropy_index (ops.yaml:1689 sample 4)"""
+    """cross_entropy_index (ops.yaml:1713 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -3309,7 +3309,7 @@ def case_550(self, target):
 
 
 def case_551():
-    """empty (ops.yaml:1715 sample 0)"""
+    """empty (ops.yaml:1739 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3317,7 +3317,7 @@ def case_551():
 
 
 def case_552():
-    """empty (ops.yaml:1715 sample 1)"""
+    """empty (ops.yaml:1739 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -3325,7 +3325,7 @@ def case_552():
 
 
 def case_553():
-    """empty (ops.yaml:1715 sample 2)"""
+    """empty (ops.yaml:1739 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -3333,7 +3333,7 @@ def case_553():
 
 
 def case_554():
-    """zeros (ops.yaml:1722 sample 0)"""
+    """zeros (ops.yaml:1746 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3341,7 +3341,7 @@ def case_554():
 
 
 def case_555():
-    """ones (ops.yaml:1730 sample 0)"""
+    """ones (ops.yaml:1754 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -3349,7 +3349,7 @@ def case_555():
 
 
 def case_556():
-    """full (ops.yaml:1745 sample 0)"""
+    """full (ops.yaml:1769 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -3358,7 +3358,7 @@ def case_556():
 
 
 def case_557():
-    """full (ops.yaml:1745 sample 1)"""
+    """full (ops.yaml:1769 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -3367,7 +3367,7 @@ def case_557():
 
 
 def case_558():
-    """full (ops.yaml:1745 sample 2)"""
+    """full (ops.yaml:1769 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -3376,70 +3376,70 @@ def case_558():
 
 
 def case_559(self):
-    """empty_like (ops.yaml:1756 sample 0)"""
+    """empty_like (ops.yaml:1780 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_560(self):
-    """empty_like (ops.yaml:1756 sample 1)"""
+    """empty_like (ops.yaml:1780 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_561(self):
-    """empty_like (ops.yaml:1756 sample 2)"""
+    """empty_like (ops.yaml:1780 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_562(self):
-    """ones_like (ops.yaml:1776 sample 0)"""
+    """ones_like (ops.yaml:1800 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_563(self):
-    """ones_like (ops.yaml:1776 sample 1)"""
+    """ones_like (ops.yaml:1800 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_564(self):
-    """ones_like (ops.yaml:1776 sample 2)"""
+    """ones_like (ops.yaml:1800 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_565(self):
-    """ones_like (ops.yaml:1776 sample 3)"""
+    """ones_like (ops.yaml:1800 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_566(self):
-    """full_like (ops.yaml:1788 sample 0)"""
+    """full_like (ops.yaml:1812 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_567(self):
-    """full_like (ops.yaml:1788 sample 1)"""
+    """full_like (ops.yaml:1812 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_568(self):
-    """full_like (ops.yaml:1788 sample 2)"""
+    """full_like (ops.yaml:1812 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_569():
-    """arange (ops.yaml:1793 sample 0)"""
+    """arange (ops.yaml:1817 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -3449,7 +3449,7 @@ def case_569():
 
 
 def case_570():
-    """linspace (ops.yaml:1808 sample 0)"""
+    """linspace (ops.yaml:1832 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -3459,7 +3459,7 @@ def case_570():
 
 
 def case_571():
-    """linspace (ops.yaml:1808 sample 1)"""
+    """linspace (ops.yaml:1832 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -3469,7 +3469,7 @@ def case_571():
 
 
 def case_572():
-    """linspace (ops.yaml:1808 sample 2)"""
+    """linspace (ops.yaml:1832 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -3479,7 +3479,7 @@ def case_572():
 
 
 def case_573():
-    """eye (ops.yaml:1820 sample 0)"""
+    """eye (ops.yaml:1844 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -3487,7 +3487,7 @@ def case_573():
 
 
 def case_574():
-    """eye (ops.yaml:1820 sample 1)"""
+    """eye (ops.yaml:1844 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -3495,7 +3495,7 @@ def case_574():
 
 
 def case_575():
-    """eye.m (ops.yaml:1831 sample 0)"""
+    """eye.m (ops.yaml:1855 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -3504,7 +3504,7 @@ def case_575():
 
 
 def case_576():
-    """eye.m (ops.yaml:1831 sample 1)"""
+    """eye.m (ops.yaml:1855 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -3513,7 +3513,7 @@ def case_576():
 
 
 def case_577():
-    """rand (ops.yaml:1835 sample 0)"""
+    """rand (ops.yaml:1859 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3522,7 +3522,7 @@ def case_577():
 
 
 def case_578():
-    """randn (ops.yaml:1846 sample 0)"""
+    """randn (ops.yaml:1870 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -3531,35 +3531,35 @@ def case_578():
 
 
 def case_579(self):
-    """rand_like (ops.yaml:1863 sample 0)"""
+    """rand_like (ops.yaml:1887 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_580(self):
-    """rand_like (ops.yaml:1863 sample 1)"""
+    """rand_like (ops.yaml:1887 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_581(self):
-    """randn_like (ops.yaml:1873 sample 0)"""
+    """randn_like (ops.yaml:1897 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_582(self):
-    """randn_like (ops.yaml:1873 sample 1)"""
+    """randn_like (ops.yaml:1897 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_583():
-    """randint (ops.yaml:1884 sample 0)"""
+    """randint (ops.yaml:1908 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -3569,7 +3569,7 @@ def case_583():
 
 
 def case_584():
-    """randint (ops.yaml:1884 sample 1)"""
+    """randint (ops.yaml:1908 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -3579,7 +3579,7 @@ def case_584():
 
 
 def case_585():
-    """randint.low (ops.yaml:1895 sample 0)"""
+    """randint.low (ops.yaml:1919 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -3590,7 +3590,7 @@ def case_585():
 
 
 def case_586():
-    """randperm (ops.yaml:1905 sample 0)"""
+    """randperm (ops.yaml:1929 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -3599,7 +3599,7 @@ def case_586():
 
 
 def case_587():
-    """randperm (ops.yaml:1905 sample 1)"""
+    """randperm (ops.yaml:1929 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -3608,28 +3608,28 @@ def case_587():
 
 
 def case_588(self):
-    """bernoulli.p (ops.yaml:1922 sample 0)"""
+    """bernoulli.p (ops.yaml:1946 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_589(self):
-    """bernoulli.p (ops.yaml:1922 sample 1)"""
+    """bernoulli.p (ops.yaml:1946 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_590(self):
-    """bernoulli.p (ops.yaml:1922 sample 2)"""
+    """bernoulli.p (ops.yaml:1946 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_591(self):
-    """normal (ops.yaml:1933 sample 0)"""
+    """normal (ops.yaml:1957 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -3637,7 +3637,7 @@ def case_591(self):
 
 
 def case_592(self):
-    """normal (ops.yaml:1933 sample 1)"""
+    """normal (ops.yaml:1957 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -3645,7 +3645,7 @@ def case_592(self):
 
 
 def case_593(self):
-    """normal (ops.yaml:1933 sample 2)"""
+    """normal (ops.yaml:1957 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -3653,7 +3653,7 @@ def case_593(self):
 
 
 def case_594(self):
-    """uniform (ops.yaml:1945 sample 0)"""
+    """uniform (ops.yaml:1969 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -3661,7 +3661,7 @@ def case_594(self):
 
 
 def case_595(self):
-    """uniform (ops.yaml:1945 sample 1)"""
+    """uniform (ops.yaml:1969 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -3669,7 +3669,7 @@ def case_595(self):
 
 
 def case_596(self):
-    """uniform (ops.yaml:1945 sample 2)"""
+    """uniform (ops.yaml:1969 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -3677,13 +3677,13 @@ def case_596(self):
 
 
 def case_597(self):
-    """sum_to (ops.yaml:1958 sample 0)"""
+    """sum_to (ops.yaml:1982 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_598(self):
-    """sum_to (ops.yaml:1958 sample 1)"""
+    """sum_to (ops.yaml:1982 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -4898,592 +4898,592 @@ CASES = [
     dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 0", fn=case_403, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 1", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 2", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 3", fn=case_406, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 0", fn=case_407, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 1", fn=case_408, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 2", fn=case_409, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 3", fn=case_410, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 0", fn=case_411, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 1", fn=case_412, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 2", fn=case_413, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 0", fn=case_414, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 1", fn=case_415, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 2", fn=case_416, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 3", fn=case_417, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 0", fn=case_418, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 1", fn=case_419, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 2", fn=case_420, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 3", fn=case_421, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 0", fn=case_422, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 1", fn=case_423, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 2", fn=case_424, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 3", fn=case_425, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 4", fn=case_426, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 5", fn=case_427, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 6", fn=case_428, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 7", fn=case_429, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 8", fn=case_430, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 9", fn=case_431, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 10", fn=case_432, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 0", fn=case_433, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 1", fn=case_434, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 2", fn=case_435, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 3", fn=case_436, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 0", fn=case_447, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 1", fn=case_448, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 2", fn=case_449, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 0", fn=case_450, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 1", fn=case_451, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 2", fn=case_452, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1288 sample 0", fn=case_453, tensors=["self"],
+    dict(op="t", where="ops.yaml:1312 sample 0", fn=case_453, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1288 sample 1", fn=case_454, tensors=["self"],
+    dict(op="t", where="ops.yaml:1312 sample 1", fn=case_454, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1299 sample 0", fn=case_455, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1323 sample 0", fn=case_455, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1299 sample 1", fn=case_456, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1323 sample 1", fn=case_456, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1313 sample 0", fn=case_457, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1337 sample 0", fn=case_457, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1322 sample 0", fn=case_458, tensors=["self"],
+    dict(op="view", where="ops.yaml:1346 sample 0", fn=case_458, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1322 sample 1", fn=case_459, tensors=["self"],
+    dict(op="view", where="ops.yaml:1346 sample 1", fn=case_459, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1332 sample 0", fn=case_460, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1356 sample 0", fn=case_460, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1332 sample 1", fn=case_461, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1356 sample 1", fn=case_461, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1342 sample 0", fn=case_462, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1366 sample 0", fn=case_462, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1342 sample 1", fn=case_463, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1366 sample 1", fn=case_463, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1352 sample 0", fn=case_464, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1376 sample 0", fn=case_464, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1362 sample 0", fn=case_465, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1386 sample 0", fn=case_465, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1362 sample 1", fn=case_466, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1386 sample 1", fn=case_466, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1373 sample 0", fn=case_467, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1397 sample 0", fn=case_467, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1373 sample 1", fn=case_468, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1397 sample 1", fn=case_468, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1387 sample 0", fn=case_469, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1411 sample 0", fn=case_469, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1387 sample 1", fn=case_470, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1411 sample 1", fn=case_470, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1398 sample 0", fn=case_471, tensors=["self"],
+    dict(op="select", where="ops.yaml:1422 sample 0", fn=case_471, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1398 sample 1", fn=case_472, tensors=["self"],
+    dict(op="select", where="ops.yaml:1422 sample 1", fn=case_472, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1432 sample 0", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 0", fn=case_474, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1458 sample 0", fn=case_474, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 1", fn=case_475, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1458 sample 1", fn=case_475, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 2", fn=case_476, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1458 sample 2", fn=case_476, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 3", fn=case_477, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1458 sample 3", fn=case_477, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:1434 sample 4", fn=case_478, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:1458 sample 4", fn=case_478, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 0", fn=case_479, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1476 sample 0", fn=case_479, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 1", fn=case_480, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1476 sample 1", fn=case_480, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 2", fn=case_481, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1476 sample 2", fn=case_481, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 3", fn=case_482, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1476 sample 3", fn=case_482, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:1452 sample 4", fn=case_483, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:1476 sample 4", fn=case_483, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 0", fn=case_484, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:1494 sample 0", fn=case_484, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 1", fn=case_485, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:1494 sample 1", fn=case_485, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:1470 sample 2", fn=case_486, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:1494 sample 2", fn=case_486, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 0", fn=case_487, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:1511 sample 0", fn=case_487, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 1", fn=case_488, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:1511 sample 1", fn=case_488, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:1487 sample 2", fn=case_489, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:1511 sample 2", fn=case_489, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:1526 sample 0", fn=case_490, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1550 sample 0", fn=case_490, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 1", fn=case_491, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1550 sample 1", fn=case_491, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 2", fn=case_492, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1550 sample 2", fn=case_492, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 3", fn=case_493, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1550 sample 3", fn=case_493, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:1526 sample 4", fn=case_494, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:1550 sample 4", fn=case_494, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 0", fn=case_495, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1564 sample 0", fn=case_495, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 1", fn=case_496, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1564 sample 1", fn=case_496, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 2", fn=case_497, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1564 sample 2", fn=case_497, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 3", fn=case_498, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1564 sample 3", fn=case_498, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:1540 sample 4", fn=case_499, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:1564 sample 4", fn=case_499, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 0", fn=case_500, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1579 sample 0", fn=case_500, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 1", fn=case_501, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1579 sample 1", fn=case_501, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 2", fn=case_502, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1579 sample 2", fn=case_502, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 3", fn=case_503, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1579 sample 3", fn=case_503, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:1555 sample 4", fn=case_504, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:1579 sample 4", fn=case_504, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 0", fn=case_505, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1594 sample 0", fn=case_505, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 1", fn=case_506, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1594 sample 1", fn=case_506, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 2", fn=case_507, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1594 sample 2", fn=case_507, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 3", fn=case_508, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1594 sample 3", fn=case_508, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 4", fn=case_509, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1594 sample 4", fn=case_509, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:1570 sample 5", fn=case_510, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:1594 sample 5", fn=case_510, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 0", fn=case_511, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1610 sample 0", fn=case_511, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 1", fn=case_512, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1610 sample 1", fn=case_512, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 2", fn=case_513, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1610 sample 2", fn=case_513, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 3", fn=case_514, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1610 sample 3", fn=case_514, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:1586 sample 4", fn=case_515, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:1610 sample 4", fn=case_515, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 0", fn=case_516, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1626 sample 0", fn=case_516, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 1", fn=case_517, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1626 sample 1", fn=case_517, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 2", fn=case_518, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1626 sample 2", fn=case_518, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 3", fn=case_519, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1626 sample 3", fn=case_519, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 4", fn=case_520, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1626 sample 4", fn=case_520, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:1602 sample 5", fn=case_521, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:1626 sample 5", fn=case_521, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 0", fn=case_522, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1642 sample 0", fn=case_522, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 1", fn=case_523, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1642 sample 1", fn=case_523, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 2", fn=case_524, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1642 sample 2", fn=case_524, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 3", fn=case_525, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1642 sample 3", fn=case_525, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 4", fn=case_526, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1642 sample 4", fn=case_526, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1618 sample 5", fn=case_527, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:1642 sample 5", fn=case_527, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 0", fn=case_528, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1665 sample 0", fn=case_528, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 1", fn=case_529, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1665 sample 1", fn=case_529, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 2", fn=case_530, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1665 sample 2", fn=case_530, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 3", fn=case_531, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1665 sample 3", fn=case_531, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 4", fn=case_532, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:1665 sample 4", fn=case_532, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:1641 sample 5", fn=case_533, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:1665 sample 5", fn=case_533, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 0", fn=case_534, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 0", fn=case_534, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 1", fn=case_535, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 1", fn=case_535, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 2", fn=case_536, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 2", fn=case_536, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 3", fn=case_537, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 3", fn=case_537, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 4", fn=case_538, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 4", fn=case_538, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 5", fn=case_539, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 5", fn=case_539, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 6", fn=case_540, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 6", fn=case_540, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 7", fn=case_541, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 7", fn=case_541, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 8", fn=case_542, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 8", fn=case_542, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 9", fn=case_543, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 9", fn=case_543, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 10", fn=case_544, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 10", fn=case_544, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:1664 sample 11", fn=case_545, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:1688 sample 11", fn=case_545, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 0", fn=case_546, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1713 sample 0", fn=case_546, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 1", fn=case_547, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1713 sample 1", fn=case_547, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 2", fn=case_548, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1713 sample 2", fn=case_548, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 3", fn=case_549, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1713 sample 3", fn=case_549, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:1689 sample 4", fn=case_550, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:1713 sample 4", fn=case_550, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:1715 sample 0", fn=case_551, tensors=[],
+    dict(op="empty", where="ops.yaml:1739 sample 0", fn=case_551, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1715 sample 1", fn=case_552, tensors=[],
+    dict(op="empty", where="ops.yaml:1739 sample 1", fn=case_552, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:1715 sample 2", fn=case_553, tensors=[],
+    dict(op="empty", where="ops.yaml:1739 sample 2", fn=case_553, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:1722 sample 0", fn=case_554, tensors=[],
+    dict(op="zeros", where="ops.yaml:1746 sample 0", fn=case_554, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:1730 sample 0", fn=case_555, tensors=[],
+    dict(op="ones", where="ops.yaml:1754 sample 0", fn=case_555, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1745 sample 0", fn=case_556, tensors=[],
+    dict(op="full", where="ops.yaml:1769 sample 0", fn=case_556, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1745 sample 1", fn=case_557, tensors=[],
+    dict(op="full", where="ops.yaml:1769 sample 1", fn=case_557, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:1745 sample 2", fn=case_558, tensors=[],
+    dict(op="full", where="ops.yaml:1769 sample 2", fn=case_558, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1756 sample 0", fn=case_559, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1780 sample 0", fn=case_559, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1756 sample 1", fn=case_560, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1780 sample 1", fn=case_560, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:1756 sample 2", fn=case_561, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:1780 sample 2", fn=case_561, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 0", fn=case_562, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1800 sample 0", fn=case_562, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 1", fn=case_563, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1800 sample 1", fn=case_563, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 2", fn=case_564, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1800 sample 2", fn=case_564, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:1776 sample 3", fn=case_565, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:1800 sample 3", fn=case_565, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1788 sample 0", fn=case_566, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1812 sample 0", fn=case_566, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1788 sample 1", fn=case_567, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1812 sample 1", fn=case_567, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:1788 sample 2", fn=case_568, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:1812 sample 2", fn=case_568, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:1793 sample 0", fn=case_569, tensors=[],
+    dict(op="arange", where="ops.yaml:1817 sample 0", fn=case_569, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1808 sample 0", fn=case_570, tensors=[],
+    dict(op="linspace", where="ops.yaml:1832 sample 0", fn=case_570, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1808 sample 1", fn=case_571, tensors=[],
+    dict(op="linspace", where="ops.yaml:1832 sample 1", fn=case_571, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:1808 sample 2", fn=case_572, tensors=[],
+    dict(op="linspace", where="ops.yaml:1832 sample 2", fn=case_572, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1820 sample 0", fn=case_573, tensors=[],
+    dict(op="eye", where="ops.yaml:1844 sample 0", fn=case_573, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:1820 sample 1", fn=case_574, tensors=[],
+    dict(op="eye", where="ops.yaml:1844 sample 1", fn=case_574, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1831 sample 0", fn=case_575, tensors=[],
+    dict(op="eye.m", where="ops.yaml:1855 sample 0", fn=case_575, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:1831 sample 1", fn=case_576, tensors=[],
+    dict(op="eye.m", where="ops.yaml:1855 sample 1", fn=case_576, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:1835 sample 0", fn=case_577, tensors=[],
+    dict(op="rand", where="ops.yaml:1859 sample 0", fn=case_577, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:1846 sample 0", fn=case_578, tensors=[],
+    dict(op="randn", where="ops.yaml:1870 sample 0", fn=case_578, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1863 sample 0", fn=case_579, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:1887 sample 0", fn=case_579, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:1863 sample 1", fn=case_580, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:1887 sample 1", fn=case_580, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1873 sample 0", fn=case_581, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:1897 sample 0", fn=case_581, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:1873 sample 1", fn=case_582, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:1897 sample 1", fn=case_582, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:1884 sample 0", fn=case_583, tensors=[],
+    dict(op="randint", where="ops.yaml:1908 sample 0", fn=case_583, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:1884 sample 1", fn=case_584, tensors=[],
+    dict(op="randint", where="ops.yaml:1908 sample 1", fn=case_584, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:1895 sample 0", fn=case_585, tensors=[],
+    dict(op="randint.low", where="ops.yaml:1919 sample 0", fn=case_585, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1905 sample 0", fn=case_586, tensors=[],
+    dict(op="randperm", where="ops.yaml:1929 sample 0", fn=case_586, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:1905 sample 1", fn=case_587, tensors=[],
+    dict(op="randperm", where="ops.yaml:1929 sample 1", fn=case_587, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1922 sample 0", fn=case_588, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1946 sample 0", fn=case_588, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1922 sample 1", fn=case_589, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1946 sample 1", fn=case_589, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:1922 sample 2", fn=case_590, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:1946 sample 2", fn=case_590, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1933 sample 0", fn=case_591, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1957 sample 0", fn=case_591, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1933 sample 1", fn=case_592, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1957 sample 1", fn=case_592, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:1933 sample 2", fn=case_593, tensors=["self"],
+    dict(op="normal", where="ops.yaml:1957 sample 2", fn=case_593, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1945 sample 0", fn=case_594, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1969 sample 0", fn=case_594, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1945 sample 1", fn=case_595, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1969 sample 1", fn=case_595, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:1945 sample 2", fn=case_596, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:1969 sample 2", fn=case_596, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:1958 sample 0", fn=case_597, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1982 sample 0", fn=case_597, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:1958 sample 1", fn=case_598, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:1982 sample 1", fn=case_598, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
