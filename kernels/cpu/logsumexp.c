@@ -127,8 +127,8 @@ rows_block_f32(acc *accs, const char *x, int64_t n, int64_t stride, int64_t m, i
             const char *p = xb + j * (int64_t)sizeof(float);
             for (int64_t r = 0; r < rn; r++)
                 for (int k = 0; k < 8; k++)
-                    mx[k] = _mm256_max_ps(mx[k],
-                                          _mm256_loadu_ps((const float *)(p + r * row_stride) + 8 * k));
+                    mx[k] = _mm256_max_ps(
+                        mx[k], _mm256_loadu_ps((const float *)(p + r * row_stride) + 8 * k));
             float shift[64];
             for (int k = 0; k < 8; k++)
                 _mm256_storeu_ps(shift + 8 * k, mx[k]);
@@ -141,9 +141,9 @@ rows_block_f32(acc *accs, const char *x, int64_t n, int64_t stride, int64_t m, i
             for (int64_t r = 0; r < rn; r++)
                 for (int k = 0; k < 8; k++)
                     s[k] = _mm256_add_ps(
-                        s[k], yt__exp8(_mm256_sub_ps(
-                                  _mm256_loadu_ps((const float *)(p + r * row_stride) + 8 * k),
-                                  mx[k])));
+                        s[k],
+                        yt__exp8(_mm256_sub_ps(
+                            _mm256_loadu_ps((const float *)(p + r * row_stride) + 8 * k), mx[k])));
             float sum[64];
             for (int k = 0; k < 8; k++)
                 _mm256_storeu_ps(sum + 8 * k, s[k]);
@@ -197,8 +197,7 @@ combine(acc *total, const acc *part, int64_t n, bool floating)
 }
 
 yt_status
-yt__cpu_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
-                  bool keepdim)
+yt__cpu_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
     (void)keepdim; /* the result's shape has it */
     if (result->numel == 0)

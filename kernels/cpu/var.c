@@ -18,7 +18,7 @@
 
 typedef yt__reduce_acc acc;
 
-#define F32_RUN 1024
+#define F32_RUN  1024
 #define ROWS_RUN 16
 
 /* pass: 1 sums x - shift[out], 2 sums (x - shift[out])^2 */
@@ -178,8 +178,8 @@ first_elements(double *x0, const yt_tensor *in, const bool *mask, int64_t count)
         int64_t off = 0;
         for (int i = 0; i < in->dim; i++)
             off += idx[i] * in->strides[i];
-        x0[k] = in->dtype == YT_DTYPE_F64 ? ((const double *)base)[off]
-                                          : ((const float *)base)[off];
+        x0[k] =
+            in->dtype == YT_DTYPE_F64 ? ((const double *)base)[off] : ((const float *)base)[off];
         for (int i = in->dim - 1; i >= 0; i--) {
             if (mask[i])
                 continue;
