@@ -496,6 +496,23 @@ static const op_info registry[] =
                 "Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.",
         },
         {
+            .schema =
+                "logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor",
+            .doc =
+                "Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced dims.",
+        },
+        {
+            .schema =
+                "var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor",
+            .doc = "Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.",
+        },
+        {
+            .schema =
+                "std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor",
+            .doc =
+                "Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as PyTorch).",
+        },
+        {
             .schema = "mm(Tensor self, Tensor mat2) -> Tensor",
             .doc =
                 "Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS; transposed views are not copied.",
@@ -720,8 +737,7 @@ static const op_info registry[] =
                 "A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims); repeated positions accumulate.",
         },
         {
-            .schema =
-                "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+            .schema = "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",
             .doc =
                 "Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row `padding_idx` gets no gradient (so gradcheck samples leave it at -1, none, as in aten; tests/unit/test_index.c covers it).",
         },
@@ -841,8 +857,7 @@ static const op_info registry[] =
         {
             .schema =
                 "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding=\"valid\", int[2] dilation=[], int groups=1) -> Tensor",
-            .doc =
-                "conv2d with padding \"valid\" (none) or \"same\" (the output has the input's size; stride must be 1; an odd total padding puts the extra row/column at the bottom/right, as PyTorch).",
+            .doc = "conv2d with padding \"valid\" (none) or \"same\" (the output has the input's size; stride must be 1; an odd total padding puts the extra row/column at the bottom/right, as PyTorch).",
         },
         {
             .schema =

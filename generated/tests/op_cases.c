@@ -19731,131 +19731,131 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 0",
+        .where = "ops.yaml:993 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1017,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 1",
+        .where = "ops.yaml:993 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1018,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 2",
+        .where = "ops.yaml:993 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_logsumexp_1019,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:992 sample 3",
+        .where = "ops.yaml:993 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1020,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 0",
+        .where = "ops.yaml:1007 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1023,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 1",
+        .where = "ops.yaml:1007 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1024,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 2",
+        .where = "ops.yaml:1007 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_var_1025,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1005 sample 3",
+        .where = "ops.yaml:1007 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1026,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1019 sample 0",
+        .where = "ops.yaml:1022 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1029,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1019 sample 1",
+        .where = "ops.yaml:1022 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1030,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1019 sample 2",
+        .where = "ops.yaml:1022 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_std_1031,
         .call_inplace = NULL,
         .call_out = NULL,
-        .differentiable = false,
+        .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 0",
+        .where = "ops.yaml:1040 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1034,
@@ -19866,7 +19866,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 1",
+        .where = "ops.yaml:1040 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1035,
@@ -19877,7 +19877,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 2",
+        .where = "ops.yaml:1040 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19889,7 +19889,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1037 sample 3",
+        .where = "ops.yaml:1040 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1037,
@@ -19900,7 +19900,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 0",
+        .where = "ops.yaml:1127 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -19912,7 +19912,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 1",
+        .where = "ops.yaml:1127 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19926,7 +19926,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 2",
+        .where = "ops.yaml:1127 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -19938,7 +19938,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1103 sample 3",
+        .where = "ops.yaml:1127 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -19950,7 +19950,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 0",
+        .where = "ops.yaml:1145 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -19962,7 +19962,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 1",
+        .where = "ops.yaml:1145 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19974,7 +19974,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 2",
+        .where = "ops.yaml:1145 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19986,7 +19986,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 3",
+        .where = "ops.yaml:1145 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -19998,7 +19998,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 4",
+        .where = "ops.yaml:1145 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -20010,7 +20010,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 5",
+        .where = "ops.yaml:1145 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -20022,7 +20022,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 6",
+        .where = "ops.yaml:1145 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -20038,7 +20038,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 7",
+        .where = "ops.yaml:1145 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -20050,7 +20050,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 8",
+        .where = "ops.yaml:1145 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -20062,7 +20062,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 9",
+        .where = "ops.yaml:1145 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -20078,7 +20078,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1121 sample 10",
+        .where = "ops.yaml:1145 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -20090,7 +20090,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 0",
+        .where = "ops.yaml:1175 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -20102,7 +20102,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 1",
+        .where = "ops.yaml:1175 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -20122,7 +20122,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 2",
+        .where = "ops.yaml:1175 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -20134,7 +20134,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1151 sample 3",
+        .where = "ops.yaml:1175 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
@@ -20146,7 +20146,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 0",
+        .where = "ops.yaml:1202 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20159,7 +20159,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 1",
+        .where = "ops.yaml:1202 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -20174,7 +20174,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 2",
+        .where = "ops.yaml:1202 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20187,7 +20187,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 3",
+        .where = "ops.yaml:1202 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
@@ -20200,7 +20200,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1178 sample 4",
+        .where = "ops.yaml:1202 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -20213,7 +20213,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 0",
+        .where = "ops.yaml:1234 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -20226,7 +20226,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 1",
+        .where = "ops.yaml:1234 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -20243,7 +20243,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 2",
+        .where = "ops.yaml:1234 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -20260,7 +20260,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 3",
+        .where = "ops.yaml:1234 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
@@ -20273,7 +20273,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1210 sample 4",
+        .where = "ops.yaml:1234 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -20286,7 +20286,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1231 sample 0",
+        .where = "ops.yaml:1255 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -20298,7 +20298,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1231 sample 1",
+        .where = "ops.yaml:1255 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -20310,7 +20310,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1231 sample 2",
+        .where = "ops.yaml:1255 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
@@ -20322,7 +20322,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1248 sample 0",
+        .where = "ops.yaml:1272 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -20334,7 +20334,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1248 sample 1",
+        .where = "ops.yaml:1272 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -20346,7 +20346,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1248 sample 2",
+        .where = "ops.yaml:1272 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
@@ -20358,7 +20358,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1288 sample 0",
+        .where = "ops.yaml:1312 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1129,
@@ -20369,7 +20369,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1288 sample 1",
+        .where = "ops.yaml:1312 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1130,
@@ -20380,7 +20380,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1299 sample 0",
+        .where = "ops.yaml:1323 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1132,
@@ -20391,7 +20391,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1299 sample 1",
+        .where = "ops.yaml:1323 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1133,
@@ -20402,7 +20402,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1313 sample 0",
+        .where = "ops.yaml:1337 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_permute_1136,
@@ -20413,7 +20413,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1322 sample 0",
+        .where = "ops.yaml:1346 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1139,
@@ -20424,7 +20424,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1322 sample 1",
+        .where = "ops.yaml:1346 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1140,
@@ -20435,7 +20435,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1332 sample 0",
+        .where = "ops.yaml:1356 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reshape_1141,
@@ -20446,7 +20446,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1332 sample 1",
+        .where = "ops.yaml:1356 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20458,7 +20458,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1342 sample 0",
+        .where = "ops.yaml:1366 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1143,
@@ -20469,7 +20469,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1342 sample 1",
+        .where = "ops.yaml:1366 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1144,
@@ -20480,7 +20480,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1352 sample 0",
+        .where = "ops.yaml:1376 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_1145,
@@ -20491,7 +20491,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1362 sample 0",
+        .where = "ops.yaml:1386 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1146,
@@ -20502,7 +20502,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1362 sample 1",
+        .where = "ops.yaml:1386 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1147,
@@ -20513,7 +20513,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1373 sample 0",
+        .where = "ops.yaml:1397 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1149,
@@ -20524,7 +20524,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1373 sample 1",
+        .where = "ops.yaml:1397 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1150,
@@ -20535,7 +20535,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1387 sample 0",
+        .where = "ops.yaml:1411 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1152,
@@ -20546,7 +20546,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1387 sample 1",
+        .where = "ops.yaml:1411 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1153,
@@ -20557,7 +20557,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1398 sample 0",
+        .where = "ops.yaml:1422 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1156,
@@ -20568,7 +20568,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1398 sample 1",
+        .where = "ops.yaml:1422 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1157,
@@ -20579,7 +20579,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1408 sample 0",
+        .where = "ops.yaml:1432 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20591,7 +20591,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1421 sample 0",
+        .where = "ops.yaml:1445 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1160,
@@ -20602,7 +20602,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1421 sample 1",
+        .where = "ops.yaml:1445 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1161,
@@ -20613,7 +20613,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1421 sample 2",
+        .where = "ops.yaml:1445 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20625,7 +20625,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1421 sample 3",
+        .where = "ops.yaml:1445 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1163,
@@ -20636,7 +20636,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1421 sample 4",
+        .where = "ops.yaml:1445 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1164,
@@ -20647,7 +20647,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1440 sample 0",
+        .where = "ops.yaml:1464 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1168,
@@ -20658,7 +20658,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1440 sample 1",
+        .where = "ops.yaml:1464 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1169,
@@ -20669,7 +20669,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1440 sample 2",
+        .where = "ops.yaml:1464 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20681,7 +20681,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1440 sample 3",
+        .where = "ops.yaml:1464 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1171,
@@ -20692,7 +20692,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1452 sample 0",
+        .where = "ops.yaml:1476 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1175,
@@ -20703,7 +20703,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1452 sample 1",
+        .where = "ops.yaml:1476 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1176,
@@ -20714,7 +20714,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1452 sample 2",
+        .where = "ops.yaml:1476 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20726,7 +20726,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1452 sample 3",
+        .where = "ops.yaml:1476 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1178,
@@ -20737,7 +20737,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1470 sample 0",
+        .where = "ops.yaml:1494 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1179,
@@ -20748,7 +20748,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1470 sample 1",
+        .where = "ops.yaml:1494 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1180,
@@ -20759,7 +20759,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1470 sample 2",
+        .where = "ops.yaml:1494 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20771,7 +20771,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1470 sample 3",
+        .where = "ops.yaml:1494 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1182,
@@ -20782,7 +20782,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1485 sample 0",
+        .where = "ops.yaml:1509 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1186,
@@ -20793,7 +20793,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1485 sample 1",
+        .where = "ops.yaml:1509 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1187,
@@ -20804,7 +20804,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1485 sample 2",
+        .where = "ops.yaml:1509 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20816,7 +20816,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1485 sample 3",
+        .where = "ops.yaml:1509 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1189,
@@ -20827,7 +20827,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1485 sample 4",
+        .where = "ops.yaml:1509 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1190,
@@ -20838,7 +20838,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1485 sample 5",
+        .where = "ops.yaml:1509 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1191,
@@ -20849,7 +20849,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1500 sample 0",
+        .where = "ops.yaml:1524 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1193,
@@ -20860,7 +20860,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1500 sample 1",
+        .where = "ops.yaml:1524 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1194,
@@ -20871,7 +20871,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1500 sample 2",
+        .where = "ops.yaml:1524 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20883,7 +20883,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1500 sample 3",
+        .where = "ops.yaml:1524 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1196,
@@ -20894,7 +20894,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1500 sample 4",
+        .where = "ops.yaml:1524 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1197,
@@ -20905,7 +20905,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1517 sample 0",
+        .where = "ops.yaml:1541 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1199,
@@ -20916,7 +20916,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1517 sample 1",
+        .where = "ops.yaml:1541 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1200,
@@ -20927,7 +20927,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1517 sample 2",
+        .where = "ops.yaml:1541 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1201,
@@ -20938,7 +20938,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1517 sample 3",
+        .where = "ops.yaml:1541 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20950,7 +20950,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1517 sample 4",
+        .where = "ops.yaml:1541 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1203,
@@ -20961,7 +20961,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1541 sample 0",
+        .where = "ops.yaml:1565 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1206,
@@ -20972,7 +20972,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1541 sample 1",
+        .where = "ops.yaml:1565 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1207,
@@ -20983,7 +20983,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1541 sample 2",
+        .where = "ops.yaml:1565 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20995,7 +20995,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1541 sample 3",
+        .where = "ops.yaml:1565 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1209,
@@ -21006,7 +21006,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1541 sample 4",
+        .where = "ops.yaml:1565 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1210,
@@ -21017,7 +21017,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1557 sample 0",
+        .where = "ops.yaml:1581 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1212,
@@ -21028,7 +21028,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1557 sample 1",
+        .where = "ops.yaml:1581 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1213,
@@ -21039,7 +21039,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1557 sample 2",
+        .where = "ops.yaml:1581 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21051,7 +21051,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1557 sample 3",
+        .where = "ops.yaml:1581 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1215,
@@ -21062,7 +21062,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1557 sample 4",
+        .where = "ops.yaml:1581 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1216,
@@ -21073,7 +21073,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 0",
+        .where = "ops.yaml:1595 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1218,
@@ -21084,7 +21084,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 1",
+        .where = "ops.yaml:1595 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1219,
@@ -21095,7 +21095,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 2",
+        .where = "ops.yaml:1595 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21107,7 +21107,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 3",
+        .where = "ops.yaml:1595 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1221,
@@ -21118,7 +21118,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 4",
+        .where = "ops.yaml:1595 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1222,
@@ -21129,7 +21129,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 5",
+        .where = "ops.yaml:1595 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1223,
@@ -21140,7 +21140,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 6",
+        .where = "ops.yaml:1595 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1224,
@@ -21151,7 +21151,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1571 sample 7",
+        .where = "ops.yaml:1595 sample 7",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -21166,7 +21166,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1591 sample 0",
+        .where = "ops.yaml:1615 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -21178,7 +21178,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1591 sample 1",
+        .where = "ops.yaml:1615 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
@@ -21191,7 +21191,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1591 sample 2",
+        .where = "ops.yaml:1615 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -21207,7 +21207,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1591 sample 3",
+        .where = "ops.yaml:1615 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21220,7 +21220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1591 sample 4",
+        .where = "ops.yaml:1615 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -21232,7 +21232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1612 sample 0",
+        .where = "ops.yaml:1636 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21244,7 +21244,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1612 sample 1",
+        .where = "ops.yaml:1636 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21257,7 +21257,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1612 sample 2",
+        .where = "ops.yaml:1636 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -21273,7 +21273,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1612 sample 3",
+        .where = "ops.yaml:1636 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -21285,7 +21285,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1612 sample 4",
+        .where = "ops.yaml:1636 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -21297,7 +21297,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1626 sample 0",
+        .where = "ops.yaml:1650 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_split_1242,
@@ -21308,7 +21308,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1626 sample 1",
+        .where = "ops.yaml:1650 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_split_1244,
@@ -21319,7 +21319,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1626 sample 2",
+        .where = "ops.yaml:1650 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21331,7 +21331,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1626 sample 3",
+        .where = "ops.yaml:1650 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_split_1248,
@@ -21342,7 +21342,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1639 sample 0",
+        .where = "ops.yaml:1663 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1250,
@@ -21353,7 +21353,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1639 sample 1",
+        .where = "ops.yaml:1663 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1252,
@@ -21364,7 +21364,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1639 sample 2",
+        .where = "ops.yaml:1663 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21376,7 +21376,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1639 sample 3",
+        .where = "ops.yaml:1663 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1256,
@@ -21387,7 +21387,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1652 sample 0",
+        .where = "ops.yaml:1676 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1258,
@@ -21398,7 +21398,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1652 sample 1",
+        .where = "ops.yaml:1676 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1260,
@@ -21409,7 +21409,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1652 sample 2",
+        .where = "ops.yaml:1676 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21421,7 +21421,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1652 sample 3",
+        .where = "ops.yaml:1676 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1264,
@@ -21432,7 +21432,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1669 sample 0",
+        .where = "ops.yaml:1693 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21444,7 +21444,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1669 sample 1",
+        .where = "ops.yaml:1693 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21456,7 +21456,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1669 sample 2",
+        .where = "ops.yaml:1693 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21469,7 +21469,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1669 sample 3",
+        .where = "ops.yaml:1693 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -21481,7 +21481,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1669 sample 4",
+        .where = "ops.yaml:1693 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -21493,7 +21493,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:1669 sample 5",
+        .where = "ops.yaml:1693 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -21505,7 +21505,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1693 sample 0",
+        .where = "ops.yaml:1717 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21518,7 +21518,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1693 sample 1",
+        .where = "ops.yaml:1717 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21531,7 +21531,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1693 sample 2",
+        .where = "ops.yaml:1717 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21546,7 +21546,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1693 sample 3",
+        .where = "ops.yaml:1717 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
@@ -21559,7 +21559,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:1693 sample 4",
+        .where = "ops.yaml:1717 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -21572,7 +21572,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1708 sample 0",
+        .where = "ops.yaml:1732 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21585,7 +21585,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1708 sample 1",
+        .where = "ops.yaml:1732 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21599,7 +21599,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:1708 sample 2",
+        .where = "ops.yaml:1732 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
@@ -21612,7 +21612,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:1721 sample 0",
+        .where = "ops.yaml:1745 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21624,7 +21624,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:1721 sample 1",
+        .where = "ops.yaml:1745 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -21636,7 +21636,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:1721 sample 2",
+        .where = "ops.yaml:1745 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21649,7 +21649,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:1721 sample 3",
+        .where = "ops.yaml:1745 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
@@ -21661,7 +21661,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:1721 sample 4",
+        .where = "ops.yaml:1745 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -21673,7 +21673,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:1744 sample 0",
+        .where = "ops.yaml:1768 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21686,7 +21686,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:1744 sample 1",
+        .where = "ops.yaml:1768 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21700,7 +21700,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:1744 sample 2",
+        .where = "ops.yaml:1768 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
@@ -21713,7 +21713,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:1744 sample 3",
+        .where = "ops.yaml:1768 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -21726,7 +21726,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:1765 sample 0",
+        .where = "ops.yaml:1789 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21738,7 +21738,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:1765 sample 1",
+        .where = "ops.yaml:1789 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21751,7 +21751,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:1765 sample 2",
+        .where = "ops.yaml:1789 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
@@ -21763,7 +21763,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:1778 sample 0",
+        .where = "ops.yaml:1802 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21776,7 +21776,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:1778 sample 1",
+        .where = "ops.yaml:1802 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -21789,7 +21789,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:1778 sample 2",
+        .where = "ops.yaml:1802 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21804,7 +21804,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:1778 sample 3",
+        .where = "ops.yaml:1802 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
@@ -21817,7 +21817,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:1778 sample 4",
+        .where = "ops.yaml:1802 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -21830,7 +21830,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:1797 sample 0",
+        .where = "ops.yaml:1821 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -21843,7 +21843,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:1797 sample 1",
+        .where = "ops.yaml:1821 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21861,7 +21861,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:1797 sample 2",
+        .where = "ops.yaml:1821 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
@@ -21873,7 +21873,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:1797 sample 3",
+        .where = "ops.yaml:1821 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -21885,7 +21885,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:1811 sample 0",
+        .where = "ops.yaml:1835 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -21898,7 +21898,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:1811 sample 1",
+        .where = "ops.yaml:1835 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -21910,7 +21910,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1838 sample 0",
+        .where = "ops.yaml:1862 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
         .call = call_one_hot_1352,
@@ -21921,7 +21921,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1838 sample 1",
+        .where = "ops.yaml:1862 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1353,
@@ -21932,7 +21932,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1838 sample 2",
+        .where = "ops.yaml:1862 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_one_hot_1354,
@@ -21943,7 +21943,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:1838 sample 3",
+        .where = "ops.yaml:1862 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1355,
@@ -21954,7 +21954,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1850 sample 0",
+        .where = "ops.yaml:1874 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_1357,
@@ -21965,7 +21965,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1850 sample 1",
+        .where = "ops.yaml:1874 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
@@ -21977,7 +21977,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1850 sample 2",
+        .where = "ops.yaml:1874 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_nonzero_1359,
@@ -21988,7 +21988,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:1850 sample 3",
+        .where = "ops.yaml:1874 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_1360,
@@ -21999,7 +21999,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1863 sample 0",
+        .where = "ops.yaml:1887 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
@@ -22011,7 +22011,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1863 sample 1",
+        .where = "ops.yaml:1887 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -22023,7 +22023,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1863 sample 2",
+        .where = "ops.yaml:1887 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22036,7 +22036,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1863 sample 3",
+        .where = "ops.yaml:1887 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -22048,7 +22048,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:1863 sample 4",
+        .where = "ops.yaml:1887 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
@@ -22060,7 +22060,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1878 sample 0",
+        .where = "ops.yaml:1902 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1368,
@@ -22071,7 +22071,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1878 sample 1",
+        .where = "ops.yaml:1902 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1369,
@@ -22082,7 +22082,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1878 sample 2",
+        .where = "ops.yaml:1902 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22094,7 +22094,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1878 sample 3",
+        .where = "ops.yaml:1902 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1371,
@@ -22105,7 +22105,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:1878 sample 4",
+        .where = "ops.yaml:1902 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1372,
@@ -22116,7 +22116,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1892 sample 0",
+        .where = "ops.yaml:1916 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22133,7 +22133,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1892 sample 1",
+        .where = "ops.yaml:1916 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22150,7 +22150,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1892 sample 2",
+        .where = "ops.yaml:1916 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22173,7 +22173,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1892 sample 3",
+        .where = "ops.yaml:1916 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22190,7 +22190,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1892 sample 4",
+        .where = "ops.yaml:1916 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -22203,7 +22203,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:1892 sample 5",
+        .where = "ops.yaml:1916 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22220,7 +22220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1907 sample 0",
+        .where = "ops.yaml:1931 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22238,7 +22238,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1907 sample 1",
+        .where = "ops.yaml:1931 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22256,7 +22256,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1907 sample 2",
+        .where = "ops.yaml:1931 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22280,7 +22280,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1907 sample 3",
+        .where = "ops.yaml:1931 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22298,7 +22298,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:1907 sample 4",
+        .where = "ops.yaml:1931 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -22316,7 +22316,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 0 result values",
+        .where = "ops.yaml:1946 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1384,
@@ -22327,7 +22327,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 0 result indices",
+        .where = "ops.yaml:1946 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1385,
@@ -22338,7 +22338,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 1 result values",
+        .where = "ops.yaml:1946 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1386,
@@ -22349,7 +22349,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 1 result indices",
+        .where = "ops.yaml:1946 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1387,
@@ -22360,7 +22360,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 2 result values",
+        .where = "ops.yaml:1946 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22372,7 +22372,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 2 result indices",
+        .where = "ops.yaml:1946 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22384,7 +22384,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 3 result values",
+        .where = "ops.yaml:1946 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1390,
@@ -22395,7 +22395,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 3 result indices",
+        .where = "ops.yaml:1946 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1391,
@@ -22406,7 +22406,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 4 result values",
+        .where = "ops.yaml:1946 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1392,
@@ -22417,7 +22417,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:1922 sample 4 result indices",
+        .where = "ops.yaml:1946 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1393,
@@ -22428,7 +22428,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1938 sample 0 result values",
+        .where = "ops.yaml:1962 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_stable_values_1394,
@@ -22439,7 +22439,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1938 sample 0 result indices",
+        .where = "ops.yaml:1962 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_stable_indices_1395,
@@ -22450,7 +22450,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1938 sample 1 result values",
+        .where = "ops.yaml:1962 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22462,7 +22462,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:1938 sample 1 result indices",
+        .where = "ops.yaml:1962 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22474,7 +22474,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 0 result values",
+        .where = "ops.yaml:1976 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1398,
@@ -22485,7 +22485,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 0 result indices",
+        .where = "ops.yaml:1976 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1399,
@@ -22496,7 +22496,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 1 result values",
+        .where = "ops.yaml:1976 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1400,
@@ -22507,7 +22507,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 1 result indices",
+        .where = "ops.yaml:1976 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1401,
@@ -22518,7 +22518,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 2 result values",
+        .where = "ops.yaml:1976 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22530,7 +22530,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 2 result indices",
+        .where = "ops.yaml:1976 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22542,7 +22542,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 3 result values",
+        .where = "ops.yaml:1976 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1404,
@@ -22553,7 +22553,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 3 result indices",
+        .where = "ops.yaml:1976 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1405,
@@ -22564,7 +22564,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 4 result values",
+        .where = "ops.yaml:1976 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1406,
@@ -22575,7 +22575,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:1952 sample 4 result indices",
+        .where = "ops.yaml:1976 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1407,
@@ -22586,7 +22586,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:1974 sample 0",
+        .where = "ops.yaml:1998 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1408,
@@ -22597,7 +22597,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:1974 sample 1",
+        .where = "ops.yaml:1998 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1409,
@@ -22608,7 +22608,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:1974 sample 2",
+        .where = "ops.yaml:1998 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -22623,7 +22623,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:1974 sample 3",
+        .where = "ops.yaml:1998 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1411,
@@ -22634,7 +22634,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:1993 sample 0",
+        .where = "ops.yaml:2017 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1415,
@@ -22645,7 +22645,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:1993 sample 1",
+        .where = "ops.yaml:2017 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1416,
@@ -22656,7 +22656,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:1993 sample 2",
+        .where = "ops.yaml:2017 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -22671,7 +22671,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:1993 sample 3",
+        .where = "ops.yaml:2017 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1418,
@@ -22682,7 +22682,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2008 sample 0",
+        .where = "ops.yaml:2032 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -22695,7 +22695,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2008 sample 1",
+        .where = "ops.yaml:2032 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
@@ -22707,7 +22707,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2021 sample 0",
+        .where = "ops.yaml:2045 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -22720,7 +22720,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2068 sample 0",
+        .where = "ops.yaml:2092 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -22734,7 +22734,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2068 sample 1",
+        .where = "ops.yaml:2092 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -22748,7 +22748,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2068 sample 2",
+        .where = "ops.yaml:2092 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -22762,7 +22762,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2068 sample 3",
+        .where = "ops.yaml:2092 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -22784,7 +22784,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2068 sample 4",
+        .where = "ops.yaml:2092 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -22798,7 +22798,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2068 sample 5",
+        .where = "ops.yaml:2092 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22810,7 +22810,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2090 sample 0",
+        .where = "ops.yaml:2114 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -22824,7 +22824,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2090 sample 1",
+        .where = "ops.yaml:2114 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -22838,7 +22838,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2090 sample 2",
+        .where = "ops.yaml:2114 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -22852,7 +22852,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2110 sample 0",
+        .where = "ops.yaml:2134 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -22866,7 +22866,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2110 sample 1",
+        .where = "ops.yaml:2134 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -22880,7 +22880,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2110 sample 2",
+        .where = "ops.yaml:2134 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22895,7 +22895,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2129 sample 0",
+        .where = "ops.yaml:2153 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -22909,7 +22909,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2147 sample 0",
+        .where = "ops.yaml:2171 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -22923,7 +22923,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2147 sample 1",
+        .where = "ops.yaml:2171 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -22937,7 +22937,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2147 sample 2",
+        .where = "ops.yaml:2171 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -22955,7 +22955,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2147 sample 3",
+        .where = "ops.yaml:2171 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -22967,7 +22967,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2163 sample 0",
+        .where = "ops.yaml:2187 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
@@ -22980,7 +22980,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2163 sample 1",
+        .where = "ops.yaml:2187 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
@@ -22993,7 +22993,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2176 sample 0",
+        .where = "ops.yaml:2200 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
@@ -23006,7 +23006,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2176 sample 1",
+        .where = "ops.yaml:2200 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
@@ -23019,7 +23019,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2190 sample 0",
+        .where = "ops.yaml:2214 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -23031,7 +23031,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2190 sample 1",
+        .where = "ops.yaml:2214 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_conv2d_backward_bias_1471,
@@ -23042,7 +23042,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 0 result values",
+        .where = "ops.yaml:2232 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1474,
@@ -23053,7 +23053,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 0 result indices",
+        .where = "ops.yaml:2232 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1475,
@@ -23064,7 +23064,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 1 result values",
+        .where = "ops.yaml:2232 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1476,
@@ -23075,7 +23075,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 1 result indices",
+        .where = "ops.yaml:2232 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1477,
@@ -23086,7 +23086,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 2 result values",
+        .where = "ops.yaml:2232 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -23101,7 +23101,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 2 result indices",
+        .where = "ops.yaml:2232 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -23116,7 +23116,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 3 result values",
+        .where = "ops.yaml:2232 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1480,
@@ -23127,7 +23127,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2208 sample 3 result indices",
+        .where = "ops.yaml:2232 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1481,
@@ -23138,7 +23138,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2226 sample 0",
+        .where = "ops.yaml:2250 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_1485,
@@ -23149,7 +23149,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2226 sample 1",
+        .where = "ops.yaml:2250 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_1486,
@@ -23160,7 +23160,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2226 sample 2",
+        .where = "ops.yaml:2250 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -23175,7 +23175,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2249 sample 0",
+        .where = "ops.yaml:2273 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1491,
@@ -23186,7 +23186,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2249 sample 1",
+        .where = "ops.yaml:2273 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1492,
@@ -23197,7 +23197,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2249 sample 2",
+        .where = "ops.yaml:2273 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23209,7 +23209,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2249 sample 3",
+        .where = "ops.yaml:2273 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1494,
@@ -23220,7 +23220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2249 sample 4",
+        .where = "ops.yaml:2273 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1495,
@@ -23231,7 +23231,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2267 sample 0",
+        .where = "ops.yaml:2291 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1499,
@@ -23242,7 +23242,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2267 sample 1",
+        .where = "ops.yaml:2291 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1500,
@@ -23253,7 +23253,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2267 sample 2",
+        .where = "ops.yaml:2291 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23265,7 +23265,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2267 sample 3",
+        .where = "ops.yaml:2291 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1502,
@@ -23276,7 +23276,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2267 sample 4",
+        .where = "ops.yaml:2291 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1503,
@@ -23287,7 +23287,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2285 sample 0",
+        .where = "ops.yaml:2309 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23299,7 +23299,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2285 sample 1",
+        .where = "ops.yaml:2309 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -23311,7 +23311,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2285 sample 2",
+        .where = "ops.yaml:2309 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -23327,7 +23327,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2302 sample 0",
+        .where = "ops.yaml:2326 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23339,7 +23339,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2302 sample 1",
+        .where = "ops.yaml:2326 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -23351,7 +23351,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2302 sample 2",
+        .where = "ops.yaml:2326 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -23367,7 +23367,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2341 sample 0",
+        .where = "ops.yaml:2365 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1519,
@@ -23378,7 +23378,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2341 sample 1",
+        .where = "ops.yaml:2365 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23390,7 +23390,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2341 sample 2",
+        .where = "ops.yaml:2365 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1521,
@@ -23401,7 +23401,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2341 sample 3",
+        .where = "ops.yaml:2365 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1522,
@@ -23412,7 +23412,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:2341 sample 4",
+        .where = "ops.yaml:2365 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1523,
@@ -23423,7 +23423,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2355 sample 0",
+        .where = "ops.yaml:2379 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23435,7 +23435,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2355 sample 1",
+        .where = "ops.yaml:2379 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23448,7 +23448,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2355 sample 2",
+        .where = "ops.yaml:2379 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -23460,7 +23460,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2355 sample 3",
+        .where = "ops.yaml:2379 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -23472,7 +23472,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:2355 sample 4",
+        .where = "ops.yaml:2379 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -23484,7 +23484,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2370 sample 0",
+        .where = "ops.yaml:2394 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23496,7 +23496,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2370 sample 1",
+        .where = "ops.yaml:2394 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23509,7 +23509,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2370 sample 2",
+        .where = "ops.yaml:2394 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -23521,7 +23521,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2370 sample 3",
+        .where = "ops.yaml:2394 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -23533,7 +23533,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:2370 sample 4",
+        .where = "ops.yaml:2394 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -23545,7 +23545,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2385 sample 0",
+        .where = "ops.yaml:2409 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23557,7 +23557,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2385 sample 1",
+        .where = "ops.yaml:2409 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23570,7 +23570,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2385 sample 2",
+        .where = "ops.yaml:2409 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23582,7 +23582,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2385 sample 3",
+        .where = "ops.yaml:2409 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -23594,7 +23594,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2385 sample 4",
+        .where = "ops.yaml:2409 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -23606,7 +23606,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:2385 sample 5",
+        .where = "ops.yaml:2409 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -23618,7 +23618,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2401 sample 0",
+        .where = "ops.yaml:2425 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23630,7 +23630,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2401 sample 1",
+        .where = "ops.yaml:2425 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23643,7 +23643,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2401 sample 2",
+        .where = "ops.yaml:2425 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -23655,7 +23655,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2401 sample 3",
+        .where = "ops.yaml:2425 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -23667,7 +23667,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:2401 sample 4",
+        .where = "ops.yaml:2425 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -23679,7 +23679,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2417 sample 0",
+        .where = "ops.yaml:2441 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23691,7 +23691,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2417 sample 1",
+        .where = "ops.yaml:2441 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23704,7 +23704,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2417 sample 2",
+        .where = "ops.yaml:2441 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23718,7 +23718,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2417 sample 3",
+        .where = "ops.yaml:2441 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -23730,7 +23730,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2417 sample 4",
+        .where = "ops.yaml:2441 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -23744,7 +23744,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:2417 sample 5",
+        .where = "ops.yaml:2441 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -23758,7 +23758,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2433 sample 0",
+        .where = "ops.yaml:2457 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23770,7 +23770,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2433 sample 1",
+        .where = "ops.yaml:2457 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23785,7 +23785,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2433 sample 2",
+        .where = "ops.yaml:2457 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23801,7 +23801,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2433 sample 3",
+        .where = "ops.yaml:2457 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -23815,7 +23815,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2433 sample 4",
+        .where = "ops.yaml:2457 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -23829,7 +23829,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:2433 sample 5",
+        .where = "ops.yaml:2457 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -23841,7 +23841,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2456 sample 0",
+        .where = "ops.yaml:2480 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -23853,7 +23853,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2456 sample 1",
+        .where = "ops.yaml:2480 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -23867,7 +23867,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2456 sample 2",
+        .where = "ops.yaml:2480 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -23881,7 +23881,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2456 sample 3",
+        .where = "ops.yaml:2480 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23894,7 +23894,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2456 sample 4",
+        .where = "ops.yaml:2480 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -23908,7 +23908,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:2456 sample 5",
+        .where = "ops.yaml:2480 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -23920,7 +23920,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 0",
+        .where = "ops.yaml:2503 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -23932,7 +23932,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 1",
+        .where = "ops.yaml:2503 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -23946,7 +23946,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 2",
+        .where = "ops.yaml:2503 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -23960,7 +23960,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 3",
+        .where = "ops.yaml:2503 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -23974,7 +23974,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 4",
+        .where = "ops.yaml:2503 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23987,7 +23987,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 5",
+        .where = "ops.yaml:2503 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -23999,7 +23999,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 6",
+        .where = "ops.yaml:2503 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -24013,7 +24013,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 7",
+        .where = "ops.yaml:2503 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
@@ -24025,7 +24025,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 8",
+        .where = "ops.yaml:2503 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
@@ -24039,7 +24039,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 9",
+        .where = "ops.yaml:2503 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
@@ -24053,7 +24053,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 10",
+        .where = "ops.yaml:2503 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24066,7 +24066,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:2479 sample 11",
+        .where = "ops.yaml:2503 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
@@ -24080,7 +24080,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2504 sample 0",
+        .where = "ops.yaml:2528 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -24092,7 +24092,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2504 sample 1",
+        .where = "ops.yaml:2528 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24105,7 +24105,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2504 sample 2",
+        .where = "ops.yaml:2528 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -24117,7 +24117,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2504 sample 3",
+        .where = "ops.yaml:2528 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -24129,7 +24129,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:2504 sample 4",
+        .where = "ops.yaml:2528 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -24141,7 +24141,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2530 sample 0",
+        .where = "ops.yaml:2554 sample 0",
         .n_inputs = 0,
         .call = call_empty_1603,
         .call_inplace = NULL,
@@ -24151,7 +24151,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2530 sample 1",
+        .where = "ops.yaml:2554 sample 1",
         .n_inputs = 0,
         .call = call_empty_1604,
         .call_inplace = NULL,
@@ -24161,7 +24161,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:2530 sample 2",
+        .where = "ops.yaml:2554 sample 2",
         .n_inputs = 0,
         .call = call_empty_1605,
         .call_inplace = NULL,
@@ -24171,7 +24171,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:2537 sample 0",
+        .where = "ops.yaml:2561 sample 0",
         .n_inputs = 0,
         .call = call_zeros_1606,
         .call_inplace = NULL,
@@ -24181,7 +24181,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:2545 sample 0",
+        .where = "ops.yaml:2569 sample 0",
         .n_inputs = 0,
         .call = call_ones_1607,
         .call_inplace = NULL,
@@ -24191,7 +24191,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2560 sample 0",
+        .where = "ops.yaml:2584 sample 0",
         .n_inputs = 0,
         .call = call_full_1608,
         .call_inplace = NULL,
@@ -24201,7 +24201,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2560 sample 1",
+        .where = "ops.yaml:2584 sample 1",
         .n_inputs = 0,
         .call = call_full_1609,
         .call_inplace = NULL,
@@ -24211,7 +24211,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:2560 sample 2",
+        .where = "ops.yaml:2584 sample 2",
         .n_inputs = 0,
         .call = call_full_1610,
         .call_inplace = NULL,
@@ -24221,7 +24221,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2571 sample 0",
+        .where = "ops.yaml:2595 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1611,
@@ -24232,7 +24232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2571 sample 1",
+        .where = "ops.yaml:2595 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24244,7 +24244,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:2571 sample 2",
+        .where = "ops.yaml:2595 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1613,
@@ -24255,7 +24255,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2591 sample 0",
+        .where = "ops.yaml:2615 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1614,
@@ -24266,7 +24266,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2591 sample 1",
+        .where = "ops.yaml:2615 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24278,7 +24278,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2591 sample 2",
+        .where = "ops.yaml:2615 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1616,
@@ -24289,7 +24289,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:2591 sample 3",
+        .where = "ops.yaml:2615 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1617,
@@ -24300,7 +24300,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2603 sample 0",
+        .where = "ops.yaml:2627 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1618,
@@ -24311,7 +24311,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2603 sample 1",
+        .where = "ops.yaml:2627 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24323,7 +24323,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:2603 sample 2",
+        .where = "ops.yaml:2627 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1620,
@@ -24334,7 +24334,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:2608 sample 0",
+        .where = "ops.yaml:2632 sample 0",
         .n_inputs = 0,
         .call = call_arange_1621,
         .call_inplace = NULL,
@@ -24344,7 +24344,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2623 sample 0",
+        .where = "ops.yaml:2647 sample 0",
         .n_inputs = 0,
         .call = call_linspace_1622,
         .call_inplace = NULL,
@@ -24354,7 +24354,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2623 sample 1",
+        .where = "ops.yaml:2647 sample 1",
         .n_inputs = 0,
         .call = call_linspace_1623,
         .call_inplace = NULL,
@@ -24364,7 +24364,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:2623 sample 2",
+        .where = "ops.yaml:2647 sample 2",
         .n_inputs = 0,
         .call = call_linspace_1624,
         .call_inplace = NULL,
@@ -24374,7 +24374,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2635 sample 0",
+        .where = "ops.yaml:2659 sample 0",
         .n_inputs = 0,
         .call = call_eye_1625,
         .call_inplace = NULL,
@@ -24384,7 +24384,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:2635 sample 1",
+        .where = "ops.yaml:2659 sample 1",
         .n_inputs = 0,
         .call = call_eye_1626,
         .call_inplace = NULL,
@@ -24394,7 +24394,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2646 sample 0",
+        .where = "ops.yaml:2670 sample 0",
         .n_inputs = 0,
         .call = call_eye_m_1627,
         .call_inplace = NULL,
@@ -24404,7 +24404,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:2646 sample 1",
+        .where = "ops.yaml:2670 sample 1",
         .n_inputs = 0,
         .call = call_eye_m_1628,
         .call_inplace = NULL,
@@ -24414,7 +24414,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:2650 sample 0",
+        .where = "ops.yaml:2674 sample 0",
         .n_inputs = 0,
         .call = call_rand_1629,
         .call_inplace = NULL,
@@ -24424,7 +24424,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:2661 sample 0",
+        .where = "ops.yaml:2685 sample 0",
         .n_inputs = 0,
         .call = call_randn_1631,
         .call_inplace = NULL,
@@ -24434,7 +24434,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2678 sample 0",
+        .where = "ops.yaml:2702 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1633,
@@ -24445,7 +24445,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:2678 sample 1",
+        .where = "ops.yaml:2702 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1634,
@@ -24456,7 +24456,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2688 sample 0",
+        .where = "ops.yaml:2712 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1635,
@@ -24467,7 +24467,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:2688 sample 1",
+        .where = "ops.yaml:2712 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1636,
@@ -24478,7 +24478,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2699 sample 0",
+        .where = "ops.yaml:2723 sample 0",
         .n_inputs = 0,
         .call = call_randint_1637,
         .call_inplace = NULL,
@@ -24488,7 +24488,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:2699 sample 1",
+        .where = "ops.yaml:2723 sample 1",
         .n_inputs = 0,
         .call = call_randint_1638,
         .call_inplace = NULL,
@@ -24498,7 +24498,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:2710 sample 0",
+        .where = "ops.yaml:2734 sample 0",
         .n_inputs = 0,
         .call = call_randint_low_1639,
         .call_inplace = NULL,
@@ -24508,7 +24508,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2720 sample 0",
+        .where = "ops.yaml:2744 sample 0",
         .n_inputs = 0,
         .call = call_randperm_1640,
         .call_inplace = NULL,
@@ -24518,7 +24518,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:2720 sample 1",
+        .where = "ops.yaml:2744 sample 1",
         .n_inputs = 0,
         .call = call_randperm_1641,
         .call_inplace = NULL,
@@ -24528,7 +24528,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2737 sample 0",
+        .where = "ops.yaml:2761 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1642,
@@ -24539,7 +24539,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2737 sample 1",
+        .where = "ops.yaml:2761 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24551,7 +24551,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:2737 sample 2",
+        .where = "ops.yaml:2761 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1646,
@@ -24562,7 +24562,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2748 sample 0",
+        .where = "ops.yaml:2772 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1648,
@@ -24573,7 +24573,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2748 sample 1",
+        .where = "ops.yaml:2772 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24585,7 +24585,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:2748 sample 2",
+        .where = "ops.yaml:2772 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_normal_1652,
@@ -24596,7 +24596,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2760 sample 0",
+        .where = "ops.yaml:2784 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_1655,
@@ -24607,7 +24607,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2760 sample 1",
+        .where = "ops.yaml:2784 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24619,7 +24619,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:2760 sample 2",
+        .where = "ops.yaml:2784 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_1659,
@@ -24630,7 +24630,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2773 sample 0",
+        .where = "ops.yaml:2797 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1662,
@@ -24641,7 +24641,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:2773 sample 1",
+        .where = "ops.yaml:2797 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_1663,
@@ -25443,7 +25443,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:998: dtype of self",
+        .what = "ops.yaml:999: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_var_1027,
@@ -25452,7 +25452,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:998: dim out of range",
+        .what = "ops.yaml:999: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_var_1028,
@@ -25461,7 +25461,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1012: dtype of self",
+        .what = "ops.yaml:1014: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_std_1032,
@@ -25470,7 +25470,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1012: dim out of range",
+        .what = "ops.yaml:1014: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_std_1033,
@@ -25479,7 +25479,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1032: is_floating(result_dtype)",
+        .what = "ops.yaml:1035: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1038,
@@ -25488,7 +25488,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1025: dtype of self",
+        .what = "ops.yaml:1028: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_linalg_vector_norm_1039,
@@ -25497,7 +25497,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1025: dim out of range",
+        .what = "ops.yaml:1028: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1040,
@@ -25506,7 +25506,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1094: self.dim == 2",
+        .what = "ops.yaml:1118: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -25516,7 +25516,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1096: mat2.dim == 2",
+        .what = "ops.yaml:1120: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -25526,7 +25526,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1098: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1122: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -25536,7 +25536,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1088: dtype of self",
+        .what = "ops.yaml:1112: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -25546,7 +25546,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1115: self.dim >= 1",
+        .what = "ops.yaml:1139: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -25556,7 +25556,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1117: other.dim >= 1",
+        .what = "ops.yaml:1141: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -25566,7 +25566,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1109: dtype of self",
+        .what = "ops.yaml:1133: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -25576,7 +25576,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1140: self.dim == 3",
+        .what = "ops.yaml:1164: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -25586,7 +25586,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1142: mat2.dim == 3",
+        .what = "ops.yaml:1166: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -25596,7 +25596,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1144: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1168: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -25606,7 +25606,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1146: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1170: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -25616,7 +25616,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1134: dtype of self",
+        .what = "ops.yaml:1158: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -25626,7 +25626,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1163: mat1.dim == 2",
+        .what = "ops.yaml:1187: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -25637,7 +25637,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1165: mat2.dim == 2",
+        .what = "ops.yaml:1189: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25648,7 +25648,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1167: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1191: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25659,7 +25659,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1169: self.dim <= 2",
+        .what = "ops.yaml:1193: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25671,7 +25671,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1171: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1195: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25683,7 +25683,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1173: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1197: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25694,7 +25694,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1157: dtype of self",
+        .what = "ops.yaml:1181: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -25705,7 +25705,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1191: batch1.dim == 3",
+        .what = "ops.yaml:1215: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25716,7 +25716,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1193: batch2.dim == 3",
+        .what = "ops.yaml:1217: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -25727,7 +25727,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1195: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1219: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -25738,7 +25738,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1197: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1221: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -25749,7 +25749,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1199: self.dim <= 3",
+        .what = "ops.yaml:1223: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -25761,7 +25761,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1201: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1225: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -25773,7 +25773,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1203: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1227: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -25785,7 +25785,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1205: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+            "ops.yaml:1229: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -25796,7 +25796,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1185: dtype of self",
+        .what = "ops.yaml:1209: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -25807,7 +25807,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1223: self.dim == 1",
+        .what = "ops.yaml:1247: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -25817,7 +25817,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1225: tensor.dim == 1",
+        .what = "ops.yaml:1249: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
@@ -25827,7 +25827,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1227: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1251: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -25837,7 +25837,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1217: dtype of self",
+        .what = "ops.yaml:1241: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -25847,7 +25847,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1242: self.dim == 1",
+        .what = "ops.yaml:1266: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -25857,7 +25857,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1244: vec2.dim == 1",
+        .what = "ops.yaml:1268: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -25867,7 +25867,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1236: dtype of self",
+        .what = "ops.yaml:1260: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -25877,7 +25877,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "t",
-        .what = "ops.yaml:1284: self.dim <= 2",
+        .what = "ops.yaml:1308: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_t_1131,
@@ -25886,7 +25886,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1292: dim0 out of range",
+        .what = "ops.yaml:1316: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1134,
@@ -25895,7 +25895,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1292: dim1 out of range",
+        .what = "ops.yaml:1316: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1135,
@@ -25904,7 +25904,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1309: len(dims) == self.dim",
+        .what = "ops.yaml:1333: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1137,
@@ -25913,7 +25913,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1303: dims out of range",
+        .what = "ops.yaml:1327: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1138,
@@ -25922,7 +25922,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1355: dim out of range",
+        .what = "ops.yaml:1379: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = error_squeeze_dim_1148,
@@ -25931,7 +25931,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1366: dim out of range",
+        .what = "ops.yaml:1390: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_unsqueeze_1151,
@@ -25940,7 +25940,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1383: step > 0",
+        .what = "ops.yaml:1407: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1154,
@@ -25949,7 +25949,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1377: dim out of range",
+        .what = "ops.yaml:1401: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1155,
@@ -25958,7 +25958,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "select",
-        .what = "ops.yaml:1391: dim out of range",
+        .what = "ops.yaml:1415: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_select_1158,
@@ -25967,7 +25967,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1417: start_dim <= end_dim",
+        .what = "ops.yaml:1441: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flatten_1165,
@@ -25976,7 +25976,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1411: start_dim out of range",
+        .what = "ops.yaml:1435: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flatten_1166,
@@ -25985,7 +25985,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1411: end_dim out of range",
+        .what = "ops.yaml:1435: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flatten_1167,
@@ -25994,7 +25994,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1434: self.dim >= 1",
+        .what = "ops.yaml:1458: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_unflatten_1172,
@@ -26003,7 +26003,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1436: len(sizes) >= 1",
+        .what = "ops.yaml:1460: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .call = error_unflatten_1173,
@@ -26012,7 +26012,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1428: dim out of range",
+        .what = "ops.yaml:1452: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_unflatten_1174,
@@ -26021,7 +26021,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1464: self.dim >= 1",
+        .what = "ops.yaml:1488: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_narrow_1183,
@@ -26030,7 +26030,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1466: length >= 0",
+        .what = "ops.yaml:1490: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_narrow_1184,
@@ -26039,7 +26039,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1458: dim out of range",
+        .what = "ops.yaml:1482: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_narrow_1185,
@@ -26048,7 +26048,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:1481: len(repeats) >= self.dim",
+        .what = "ops.yaml:1505: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_repeat_1192,
@@ -26057,7 +26057,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flip",
-        .what = "ops.yaml:1493: dims out of range",
+        .what = "ops.yaml:1517: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flip_1198,
@@ -26066,7 +26066,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1513: len(shifts) >= 1",
+        .what = "ops.yaml:1537: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_roll_1204,
@@ -26075,7 +26075,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1507: dims out of range",
+        .what = "ops.yaml:1531: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_roll_1205,
@@ -26084,7 +26084,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "tril",
-        .what = "ops.yaml:1537: self.dim >= 2",
+        .what = "ops.yaml:1561: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_tril_1211,
@@ -26093,7 +26093,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "triu",
-        .what = "ops.yaml:1553: self.dim >= 2",
+        .what = "ops.yaml:1577: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_triu_1217,
@@ -26102,7 +26102,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "pad",
-        .what = "ops.yaml:1564: mode not a choice",
+        .what = "ops.yaml:1588: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_pad_1226,
@@ -26111,7 +26111,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1619: out_capacity below the count",
+        .what = "ops.yaml:1643: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_split_1243,
@@ -26120,7 +26120,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1619: out_capacity below the count",
+        .what = "ops.yaml:1643: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_split_1245,
@@ -26129,7 +26129,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1619: out_capacity below the count",
+        .what = "ops.yaml:1643: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26139,7 +26139,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1619: out_capacity below the count",
+        .what = "ops.yaml:1643: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = error_split_1249,
@@ -26148,7 +26148,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1632: out_capacity below the count",
+        .what = "ops.yaml:1656: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1251,
@@ -26157,7 +26157,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1632: out_capacity below the count",
+        .what = "ops.yaml:1656: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1253,
@@ -26166,7 +26166,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1632: out_capacity below the count",
+        .what = "ops.yaml:1656: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26176,7 +26176,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1632: out_capacity below the count",
+        .what = "ops.yaml:1656: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1257,
@@ -26185,7 +26185,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1645: out_capacity below the count",
+        .what = "ops.yaml:1669: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1259,
@@ -26194,7 +26194,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1645: out_capacity below the count",
+        .what = "ops.yaml:1669: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1261,
@@ -26203,7 +26203,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1645: out_capacity below the count",
+        .what = "ops.yaml:1669: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26213,7 +26213,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1645: out_capacity below the count",
+        .what = "ops.yaml:1669: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1265,
@@ -26222,7 +26222,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1661: dtype of index",
+        .what = "ops.yaml:1685: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
@@ -26232,7 +26232,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1661: dim out of range",
+        .what = "ops.yaml:1685: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26242,7 +26242,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:1685: dtype of index",
+        .what = "ops.yaml:1709: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
@@ -26253,7 +26253,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:1685: dim out of range",
+        .what = "ops.yaml:1709: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26264,7 +26264,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:1700: dtype of index",
+        .what = "ops.yaml:1724: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
@@ -26275,7 +26275,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:1700: dim out of range",
+        .what = "ops.yaml:1724: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26286,7 +26286,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gather",
-        .what = "ops.yaml:1713: dtype of index",
+        .what = "ops.yaml:1737: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26297,7 +26297,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gather",
-        .what = "ops.yaml:1713: dim out of range",
+        .what = "ops.yaml:1737: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26307,7 +26307,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:1736: dtype of index",
+        .what = "ops.yaml:1760: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26319,7 +26319,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:1736: dim out of range",
+        .what = "ops.yaml:1760: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26330,7 +26330,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:1758: dtype of index",
+        .what = "ops.yaml:1782: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26341,7 +26341,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:1758: dim out of range",
+        .what = "ops.yaml:1782: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26351,7 +26351,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:1770: dtype of index",
+        .what = "ops.yaml:1794: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26363,7 +26363,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:1770: dim out of range",
+        .what = "ops.yaml:1794: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26374,7 +26374,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:1790: weight.dim == 2",
+        .what = "ops.yaml:1814: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -26384,7 +26384,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:1792: sparse == 0",
+        .what = "ops.yaml:1816: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -26394,7 +26394,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:1785: dtype of indices",
+        .what = "ops.yaml:1809: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26405,7 +26405,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:1804: dtype of indices",
+        .what = "ops.yaml:1828: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26416,7 +26416,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:1832: dtype of self",
+        .what = "ops.yaml:1856: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
         .call = error_one_hot_1356,
@@ -26425,7 +26425,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:1856: dtype of mask",
+        .what = "ops.yaml:1880: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
@@ -26435,7 +26435,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:1856: broadcast",
+        .what = "ops.yaml:1880: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
@@ -26445,7 +26445,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:1967: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:1991: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_avg_pool2d_1412,
@@ -26454,7 +26454,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:1969: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:1993: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_avg_pool2d_1413,
@@ -26463,7 +26463,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:1962: dtype of self",
+        .what = "ops.yaml:1986: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_avg_pool2d_1414,
@@ -26472,7 +26472,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:1986: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2010: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_adaptive_avg_pool2d_1419,
@@ -26481,7 +26481,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:1988: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2012: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_adaptive_avg_pool2d_1420,
@@ -26490,7 +26490,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:1981: dtype of self",
+        .what = "ops.yaml:2005: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_adaptive_avg_pool2d_1421,
@@ -26499,7 +26499,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2000: dtype of grad_output",
+        .what = "ops.yaml:2024: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
@@ -26510,7 +26510,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2013: dtype of grad_output",
+        .what = "ops.yaml:2037: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
@@ -26521,7 +26521,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2059: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2083: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -26531,7 +26531,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2061: weight.dim == 4",
+        .what = "ops.yaml:2085: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
@@ -26541,7 +26541,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2063: groups > 0",
+        .what = "ops.yaml:2087: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -26551,7 +26551,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2053: dtype of input",
+        .what = "ops.yaml:2077: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -26563,7 +26563,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2084: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2108: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -26573,7 +26573,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2086: weight.dim == 4",
+        .what = "ops.yaml:2110: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
@@ -26583,7 +26583,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2077: padding not a choice",
+        .what = "ops.yaml:2101: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -26595,7 +26595,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2077: dtype of input",
+        .what = "ops.yaml:2101: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -26607,7 +26607,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2102: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2126: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -26617,7 +26617,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2104: weight.dim == 3",
+        .what = "ops.yaml:2128: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -26627,7 +26627,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2106: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2130: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
@@ -26637,7 +26637,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2096: dtype of input",
+        .what = "ops.yaml:2120: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -26649,7 +26649,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2123: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2147: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -26659,7 +26659,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2125: weight.dim == 3",
+        .what = "ops.yaml:2149: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -26669,7 +26669,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2116: padding not a choice",
+        .what = "ops.yaml:2140: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -26681,7 +26681,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2116: dtype of input",
+        .what = "ops.yaml:2140: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -26693,7 +26693,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2139: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2163: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -26703,7 +26703,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2141: weight.dim == 4",
+        .what = "ops.yaml:2165: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -26713,7 +26713,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2143: groups > 0",
+        .what = "ops.yaml:2167: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -26723,7 +26723,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2133: dtype of input",
+        .what = "ops.yaml:2157: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -26735,7 +26735,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2155: dtype of grad_output",
+        .what = "ops.yaml:2179: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
@@ -26746,7 +26746,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2168: dtype of grad_output",
+        .what = "ops.yaml:2192: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
@@ -26757,7 +26757,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2186: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2210: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv2d_backward_bias_1472,
@@ -26766,7 +26766,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2181: dtype of grad_output",
+        .what = "ops.yaml:2205: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
@@ -26776,7 +26776,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2200: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2224: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_with_indices_1482,
@@ -26785,7 +26785,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2202: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2226: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_with_indices_1483,
@@ -26794,7 +26794,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2195: dtype of self",
+        .what = "ops.yaml:2219: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_max_pool2d_with_indices_1484,
@@ -26803,7 +26803,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2220: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2244: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_1488,
@@ -26812,7 +26812,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2222: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2246: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_1489,
@@ -26821,7 +26821,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2215: dtype of self",
+        .what = "ops.yaml:2239: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_max_pool2d_1490,
@@ -26830,7 +26830,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2245: is_floating(result_dtype)",
+        .what = "ops.yaml:2269: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_1496,
@@ -26839,7 +26839,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2238: dtype of self",
+        .what = "ops.yaml:2262: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_softmax_1497,
@@ -26848,7 +26848,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2238: dim out of range",
+        .what = "ops.yaml:2262: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_1498,
@@ -26857,7 +26857,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2263: is_floating(result_dtype)",
+        .what = "ops.yaml:2287: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_1504,
@@ -26866,7 +26866,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2256: dtype of self",
+        .what = "ops.yaml:2280: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_log_softmax_1505,
@@ -26875,7 +26875,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2256: dim out of range",
+        .what = "ops.yaml:2280: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_1506,
@@ -26884,7 +26884,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2281: grad_output.dim == output.dim",
+        .what = "ops.yaml:2305: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -26894,7 +26894,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2274: dtype of grad_output",
+        .what = "ops.yaml:2298: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26904,7 +26904,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2274: dim out of range",
+        .what = "ops.yaml:2298: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26914,7 +26914,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2298: grad_output.dim == output.dim",
+        .what = "ops.yaml:2322: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -26924,7 +26924,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2291: dtype of grad_output",
+        .what = "ops.yaml:2315: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26934,7 +26934,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2291: dim out of range",
+        .what = "ops.yaml:2315: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26944,7 +26944,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:2335: dtype of input",
+        .what = "ops.yaml:2359: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_dropout_1524,
@@ -26953,7 +26953,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2348: reduction not a choice",
+        .what = "ops.yaml:2372: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26963,7 +26963,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:2348: dtype of self",
+        .what = "ops.yaml:2372: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26973,7 +26973,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2363: reduction not a choice",
+        .what = "ops.yaml:2387: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26983,7 +26983,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:2363: dtype of self",
+        .what = "ops.yaml:2387: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -26993,7 +26993,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2378: reduction not a choice",
+        .what = "ops.yaml:2402: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27003,7 +27003,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:2378: dtype of self",
+        .what = "ops.yaml:2402: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27013,7 +27013,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2394: reduction not a choice",
+        .what = "ops.yaml:2418: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27023,7 +27023,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:2394: dtype of self",
+        .what = "ops.yaml:2418: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27033,7 +27033,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2409: reduction not a choice",
+        .what = "ops.yaml:2433: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27043,7 +27043,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:2409: dtype of self",
+        .what = "ops.yaml:2433: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27053,7 +27053,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:2426: reduction not a choice",
+        .what = "ops.yaml:2450: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27063,7 +27063,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:2426: dtype of self",
+        .what = "ops.yaml:2450: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -27073,7 +27073,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2449: self.dim >= 1",
+        .what = "ops.yaml:2473: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -27083,7 +27083,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2451: weight.dim == 1",
+        .what = "ops.yaml:2475: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -27095,7 +27095,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2442: reduction not a choice",
+        .what = "ops.yaml:2466: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27105,7 +27105,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:2442: dtype of self",
+        .what = "ops.yaml:2466: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27115,7 +27115,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2472: self.dim >= 1",
+        .what = "ops.yaml:2496: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -27125,7 +27125,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2474: weight.dim == 1",
+        .what = "ops.yaml:2498: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -27137,7 +27137,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2465: reduction not a choice",
+        .what = "ops.yaml:2489: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27147,7 +27147,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:2465: dtype of self",
+        .what = "ops.yaml:2489: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27157,7 +27157,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:2494: reduction not a choice",
+        .what = "ops.yaml:2518: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27167,7 +27167,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:2494: dtype of self",
+        .what = "ops.yaml:2518: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -27177,7 +27177,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:2655: is_floating(result_dtype)",
+        .what = "ops.yaml:2679: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_1630,
         .expect = 0,
@@ -27185,7 +27185,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:2666: is_floating(result_dtype)",
+        .what = "ops.yaml:2690: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_1632,
         .expect = 0,
@@ -27193,7 +27193,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "normal",
-        .what = "ops.yaml:2742: dtype of self",
+        .what = "ops.yaml:2766: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_normal_1654,
@@ -27202,7 +27202,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:2754: dtype of self",
+        .what = "ops.yaml:2778: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_uniform_1661,
@@ -27211,7 +27211,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:2767: dtype of self",
+        .what = "ops.yaml:2791: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_sum_to_1664,

@@ -2306,35 +2306,35 @@ def case_402(self):
 
 
 def case_403(self):
-    """logsumexp (ops.yaml:992 sample 0)"""
+    """logsumexp (ops.yaml:993 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_404(self):
-    """logsumexp (ops.yaml:992 sample 1)"""
+    """logsumexp (ops.yaml:993 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_405(self):
-    """logsumexp (ops.yaml:992 sample 2)"""
+    """logsumexp (ops.yaml:993 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_406(self):
-    """logsumexp (ops.yaml:992 sample 3)"""
+    """logsumexp (ops.yaml:993 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_407(self):
-    """var.correction (ops.yaml:1005 sample 0)"""
+    """var.correction (ops.yaml:1007 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2342,7 +2342,7 @@ def case_407(self):
 
 
 def case_408(self):
-    """var.correction (ops.yaml:1005 sample 1)"""
+    """var.correction (ops.yaml:1007 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2350,7 +2350,7 @@ def case_408(self):
 
 
 def case_409(self):
-    """var.correction (ops.yaml:1005 sample 2)"""
+    """var.correction (ops.yaml:1007 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2358,7 +2358,7 @@ def case_409(self):
 
 
 def case_410(self):
-    """var.correction (ops.yaml:1005 sample 3)"""
+    """var.correction (ops.yaml:1007 sample 3)"""
     dim = []
     correction = None
     keepdim = False
@@ -2366,7 +2366,7 @@ def case_410(self):
 
 
 def case_411(self):
-    """std.correction (ops.yaml:1019 sample 0)"""
+    """std.correction (ops.yaml:1022 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2374,7 +2374,7 @@ def case_411(self):
 
 
 def case_412(self):
-    """std.correction (ops.yaml:1019 sample 1)"""
+    """std.correction (ops.yaml:1022 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2382,7 +2382,7 @@ def case_412(self):
 
 
 def case_413(self):
-    """std.correction (ops.yaml:1019 sample 2)"""
+    """std.correction (ops.yaml:1022 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2390,7 +2390,7 @@ def case_413(self):
 
 
 def case_414(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2399,7 +2399,7 @@ def case_414(self):
 
 
 def case_415(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2408,7 +2408,7 @@ def case_415(self):
 
 
 def case_416(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2417,7 +2417,7 @@ def case_416(self):
 
 
 def case_417(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2426,297 +2426,297 @@ def case_417(self):
 
 
 def case_418(self, mat2):
-    """mm (ops.yaml:1103 sample 0)"""
+    """mm (ops.yaml:1127 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_419(self, mat2):
-    """mm (ops.yaml:1103 sample 1)"""
+    """mm (ops.yaml:1127 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_420(self, mat2):
-    """mm (ops.yaml:1103 sample 2)"""
+    """mm (ops.yaml:1127 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_421(self, mat2):
-    """mm (ops.yaml:1103 sample 3)"""
+    """mm (ops.yaml:1127 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_422(self, other):
-    """matmul (ops.yaml:1121 sample 0)"""
+    """matmul (ops.yaml:1145 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_423(self, other):
-    """matmul (ops.yaml:1121 sample 1)"""
+    """matmul (ops.yaml:1145 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_424(self, other):
-    """matmul (ops.yaml:1121 sample 2)"""
+    """matmul (ops.yaml:1145 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_425(self, other):
-    """matmul (ops.yaml:1121 sample 3)"""
+    """matmul (ops.yaml:1145 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_426(self, other):
-    """matmul (ops.yaml:1121 sample 4)"""
+    """matmul (ops.yaml:1145 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_427(self, other):
-    """matmul (ops.yaml:1121 sample 5)"""
+    """matmul (ops.yaml:1145 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_428(self, other):
-    """matmul (ops.yaml:1121 sample 6)"""
+    """matmul (ops.yaml:1145 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_429(self, other):
-    """matmul (ops.yaml:1121 sample 7)"""
+    """matmul (ops.yaml:1145 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_430(self, other):
-    """matmul (ops.yaml:1121 sample 8)"""
+    """matmul (ops.yaml:1145 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_431(self, other):
-    """matmul (ops.yaml:1121 sample 9)"""
+    """matmul (ops.yaml:1145 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_432(self, other):
-    """matmul (ops.yaml:1121 sample 10)"""
+    """matmul (ops.yaml:1145 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_433(self, mat2):
-    """bmm (ops.yaml:1151 sample 0)"""
+    """bmm (ops.yaml:1175 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_434(self, mat2):
-    """bmm (ops.yaml:1151 sample 1)"""
+    """bmm (ops.yaml:1175 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_435(self, mat2):
-    """bmm (ops.yaml:1151 sample 2)"""
+    """bmm (ops.yaml:1175 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_436(self, mat2):
-    """bmm (ops.yaml:1151 sample 3)"""
+    """bmm (ops.yaml:1175 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_437(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 0)"""
+    """addmm (ops.yaml:1202 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_438(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 1)"""
+    """addmm (ops.yaml:1202 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_439(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 2)"""
+    """addmm (ops.yaml:1202 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_440(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 3)"""
+    """addmm (ops.yaml:1202 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_441(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 4)"""
+    """addmm (ops.yaml:1202 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_442(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 0)"""
+    """baddbmm (ops.yaml:1234 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_443(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 1)"""
+    """baddbmm (ops.yaml:1234 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_444(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 2)"""
+    """baddbmm (ops.yaml:1234 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_445(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 3)"""
+    """baddbmm (ops.yaml:1234 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_446(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 4)"""
+    """baddbmm (ops.yaml:1234 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_447(self, tensor):
-    """dot (ops.yaml:1231 sample 0)"""
+    """dot (ops.yaml:1255 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_448(self, tensor):
-    """dot (ops.yaml:1231 sample 1)"""
+    """dot (ops.yaml:1255 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_449(self, tensor):
-    """dot (ops.yaml:1231 sample 2)"""
+    """dot (ops.yaml:1255 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_450(self, vec2):
-    """outer (ops.yaml:1248 sample 0)"""
+    """outer (ops.yaml:1272 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_451(self, vec2):
-    """outer (ops.yaml:1248 sample 1)"""
+    """outer (ops.yaml:1272 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_452(self, vec2):
-    """outer (ops.yaml:1248 sample 2)"""
+    """outer (ops.yaml:1272 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_453(self):
-    """t (ops.yaml:1288 sample 0)"""
+    """t (ops.yaml:1312 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_454(self):
-    """t (ops.yaml:1288 sample 1)"""
+    """t (ops.yaml:1312 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_455(self):
-    """transpose (ops.yaml:1299 sample 0)"""
+    """transpose (ops.yaml:1323 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_456(self):
-    """transpose (ops.yaml:1299 sample 1)"""
+    """transpose (ops.yaml:1323 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_457(self):
-    """permute (ops.yaml:1313 sample 0)"""
+    """permute (ops.yaml:1337 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_458(self):
-    """view (ops.yaml:1322 sample 0)"""
+    """view (ops.yaml:1346 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_459(self):
-    """view (ops.yaml:1322 sample 1)"""
+    """view (ops.yaml:1346 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_460(self):
-    """reshape (ops.yaml:1332 sample 0)"""
+    """reshape (ops.yaml:1356 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_461(self):
-    """reshape (ops.yaml:1332 sample 1)"""
+    """reshape (ops.yaml:1356 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_462(self):
-    """expand (ops.yaml:1342 sample 0)"""
+    """expand (ops.yaml:1366 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_463(self):
-    """expand (ops.yaml:1342 sample 1)"""
+    """expand (ops.yaml:1366 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_464(self):
-    """squeeze (ops.yaml:1352 sample 0)"""
+    """squeeze (ops.yaml:1376 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_465(self):
-    """squeeze.dim (ops.yaml:1362 sample 0)"""
+    """squeeze.dim (ops.yaml:1386 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_466(self):
-    """squeeze.dim (ops.yaml:1362 sample 1)"""
+    """squeeze.dim (ops.yaml:1386 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_467(self):
-    """unsqueeze (ops.yaml:1373 sample 0)"""
+    """unsqueeze (ops.yaml:1397 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_468(self):
-    """unsqueeze (ops.yaml:1373 sample 1)"""
+    """unsqueeze (ops.yaml:1397 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_469(self):
-    """slice (ops.yaml:1387 sample 0)"""
+    """slice (ops.yaml:1411 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2725,7 +2725,7 @@ def case_469(self):
 
 
 def case_470(self):
-    """slice (ops.yaml:1387 sample 1)"""
+    """slice (ops.yaml:1411 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2734,113 +2734,113 @@ def case_470(self):
 
 
 def case_471(self):
-    """select (ops.yaml:1398 sample 0)"""
+    """select (ops.yaml:1422 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_472(self):
-    """select (ops.yaml:1398 sample 1)"""
+    """select (ops.yaml:1422 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_473(self):
-    """contiguous (ops.yaml:1408 sample 0)"""
+    """contiguous (ops.yaml:1432 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
 def case_474(self):
-    """flatten.using_ints (ops.yaml:1421 sample 0)"""
+    """flatten.using_ints (ops.yaml:1445 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_475(self):
-    """flatten.using_ints (ops.yaml:1421 sample 1)"""
+    """flatten.using_ints (ops.yaml:1445 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_476(self):
-    """flatten.using_ints (ops.yaml:1421 sample 2)"""
+    """flatten.using_ints (ops.yaml:1445 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_477(self):
-    """flatten.using_ints (ops.yaml:1421 sample 3)"""
+    """flatten.using_ints (ops.yaml:1445 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_478(self):
-    """flatten.using_ints (ops.yaml:1421 sample 4)"""
+    """flatten.using_ints (ops.yaml:1445 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_479(self):
-    """unflatten.int (ops.yaml:1440 sample 0)"""
+    """unflatten.int (ops.yaml:1464 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_480(self):
-    """unflatten.int (ops.yaml:1440 sample 1)"""
+    """unflatten.int (ops.yaml:1464 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_481(self):
-    """unflatten.int (ops.yaml:1440 sample 2)"""
+    """unflatten.int (ops.yaml:1464 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_482(self):
-    """unflatten.int (ops.yaml:1440 sample 3)"""
+    """unflatten.int (ops.yaml:1464 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_483(self):
-    """broadcast_to (ops.yaml:1452 sample 0)"""
+    """broadcast_to (ops.yaml:1476 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_484(self):
-    """broadcast_to (ops.yaml:1452 sample 1)"""
+    """broadcast_to (ops.yaml:1476 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_485(self):
-    """broadcast_to (ops.yaml:1452 sample 2)"""
+    """broadcast_to (ops.yaml:1476 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_486(self):
-    """broadcast_to (ops.yaml:1452 sample 3)"""
+    """broadcast_to (ops.yaml:1476 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_487(self):
-    """narrow (ops.yaml:1470 sample 0)"""
+    """narrow (ops.yaml:1494 sample 0)"""
     dim = 0
     start = 1
     length = 3
@@ -2848,7 +2848,7 @@ def case_487(self):
 
 
 def case_488(self):
-    """narrow (ops.yaml:1470 sample 1)"""
+    """narrow (ops.yaml:1494 sample 1)"""
     dim = 1
     start = -3
     length = 2
@@ -2856,7 +2856,7 @@ def case_488(self):
 
 
 def case_489(self):
-    """narrow (ops.yaml:1470 sample 2)"""
+    """narrow (ops.yaml:1494 sample 2)"""
     dim = 0
     start = 2
     length = 0
@@ -2864,7 +2864,7 @@ def case_489(self):
 
 
 def case_490(self):
-    """narrow (ops.yaml:1470 sample 3)"""
+    """narrow (ops.yaml:1494 sample 3)"""
     dim = 1
     start = 3
     length = 0
@@ -2872,168 +2872,168 @@ def case_490(self):
 
 
 def case_491(self):
-    """repeat (ops.yaml:1485 sample 0)"""
+    """repeat (ops.yaml:1509 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_492(self):
-    """repeat (ops.yaml:1485 sample 1)"""
+    """repeat (ops.yaml:1509 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_493(self):
-    """repeat (ops.yaml:1485 sample 2)"""
+    """repeat (ops.yaml:1509 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_494(self):
-    """repeat (ops.yaml:1485 sample 3)"""
+    """repeat (ops.yaml:1509 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_495(self):
-    """repeat (ops.yaml:1485 sample 4)"""
+    """repeat (ops.yaml:1509 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_496(self):
-    """repeat (ops.yaml:1485 sample 5)"""
+    """repeat (ops.yaml:1509 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_497(self):
-    """flip (ops.yaml:1500 sample 0)"""
+    """flip (ops.yaml:1524 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_498(self):
-    """flip (ops.yaml:1500 sample 1)"""
+    """flip (ops.yaml:1524 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_499(self):
-    """flip (ops.yaml:1500 sample 2)"""
+    """flip (ops.yaml:1524 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_500(self):
-    """flip (ops.yaml:1500 sample 3)"""
+    """flip (ops.yaml:1524 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_501(self):
-    """flip (ops.yaml:1500 sample 4)"""
+    """flip (ops.yaml:1524 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
 def case_502(self):
-    """roll (ops.yaml:1517 sample 0)"""
+    """roll (ops.yaml:1541 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_503(self):
-    """roll (ops.yaml:1517 sample 1)"""
+    """roll (ops.yaml:1541 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_504(self):
-    """roll (ops.yaml:1517 sample 2)"""
+    """roll (ops.yaml:1541 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_505(self):
-    """roll (ops.yaml:1517 sample 3)"""
+    """roll (ops.yaml:1541 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_506(self):
-    """roll (ops.yaml:1517 sample 4)"""
+    """roll (ops.yaml:1541 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_507(self):
-    """tril (ops.yaml:1541 sample 0)"""
+    """tril (ops.yaml:1565 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_508(self):
-    """tril (ops.yaml:1541 sample 1)"""
+    """tril (ops.yaml:1565 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_509(self):
-    """tril (ops.yaml:1541 sample 2)"""
+    """tril (ops.yaml:1565 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_510(self):
-    """tril (ops.yaml:1541 sample 3)"""
+    """tril (ops.yaml:1565 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_511(self):
-    """tril (ops.yaml:1541 sample 4)"""
+    """tril (ops.yaml:1565 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_512(self):
-    """triu (ops.yaml:1557 sample 0)"""
+    """triu (ops.yaml:1581 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_513(self):
-    """triu (ops.yaml:1557 sample 1)"""
+    """triu (ops.yaml:1581 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_514(self):
-    """triu (ops.yaml:1557 sample 2)"""
+    """triu (ops.yaml:1581 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_515(self):
-    """triu (ops.yaml:1557 sample 3)"""
+    """triu (ops.yaml:1581 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_516(self):
-    """triu (ops.yaml:1557 sample 4)"""
+    """triu (ops.yaml:1581 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_517(self):
-    """pad (ops.yaml:1571 sample 0)"""
+    """pad (ops.yaml:1595 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
@@ -3041,7 +3041,7 @@ def case_517(self):
 
 
 def case_518(self):
-    """pad (ops.yaml:1571 sample 1)"""
+    """pad (ops.yaml:1595 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
@@ -3049,7 +3049,7 @@ def case_518(self):
 
 
 def case_519(self):
-    """pad (ops.yaml:1571 sample 2)"""
+    """pad (ops.yaml:1595 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
@@ -3057,7 +3057,7 @@ def case_519(self):
 
 
 def case_520(self):
-    """pad (ops.yaml:1571 sample 3)"""
+    """pad (ops.yaml:1595 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
@@ -3065,7 +3065,7 @@ def case_520(self):
 
 
 def case_521(self):
-    """pad (ops.yaml:1571 sample 4)"""
+    """pad (ops.yaml:1595 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
@@ -3073,7 +3073,7 @@ def case_521(self):
 
 
 def case_522(self):
-    """pad (ops.yaml:1571 sample 5)"""
+    """pad (ops.yaml:1595 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
@@ -3081,7 +3081,7 @@ def case_522(self):
 
 
 def case_523(self):
-    """pad (ops.yaml:1571 sample 6)"""
+    """pad (ops.yaml:1595 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
@@ -3089,7 +3089,7 @@ def case_523(self):
 
 
 def case_524(self):
-    """pad (ops.yaml:1571 sample 7)"""
+    """pad (ops.yaml:1595 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
@@ -3097,356 +3097,356 @@ def case_524(self):
 
 
 def case_525(tensors_0, tensors_1):
-    """cat (ops.yaml:1591 sample 0)"""
+    """cat (ops.yaml:1615 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_526(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1591 sample 1)"""
+    """cat (ops.yaml:1615 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_527(tensors_0, tensors_1):
-    """cat (ops.yaml:1591 sample 2)"""
+    """cat (ops.yaml:1615 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_528(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1591 sample 3)"""
+    """cat (ops.yaml:1615 sample 3)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_529(tensors_0, tensors_1):
-    """cat (ops.yaml:1591 sample 4)"""
+    """cat (ops.yaml:1615 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_530(tensors_0, tensors_1):
-    """stack (ops.yaml:1612 sample 0)"""
+    """stack (ops.yaml:1636 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_531(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1612 sample 1)"""
+    """stack (ops.yaml:1636 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_532(tensors_0, tensors_1):
-    """stack (ops.yaml:1612 sample 2)"""
+    """stack (ops.yaml:1636 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_533(tensors_0, tensors_1):
-    """stack (ops.yaml:1612 sample 3)"""
+    """stack (ops.yaml:1636 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_534(tensors_0, tensors_1):
-    """stack (ops.yaml:1612 sample 4)"""
+    """stack (ops.yaml:1636 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_535(self):
-    """split.Tensor (ops.yaml:1626 sample 0)"""
+    """split.Tensor (ops.yaml:1650 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_536(self):
-    """split.Tensor (ops.yaml:1626 sample 1)"""
+    """split.Tensor (ops.yaml:1650 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_537(self):
-    """split.Tensor (ops.yaml:1626 sample 2)"""
+    """split.Tensor (ops.yaml:1650 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_538(self):
-    """split.Tensor (ops.yaml:1626 sample 3)"""
+    """split.Tensor (ops.yaml:1650 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_539(self):
-    """chunk (ops.yaml:1639 sample 0)"""
+    """chunk (ops.yaml:1663 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_540(self):
-    """chunk (ops.yaml:1639 sample 1)"""
+    """chunk (ops.yaml:1663 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_541(self):
-    """chunk (ops.yaml:1639 sample 2)"""
+    """chunk (ops.yaml:1663 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_542(self):
-    """chunk (ops.yaml:1639 sample 3)"""
+    """chunk (ops.yaml:1663 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_543(self):
-    """unbind.int (ops.yaml:1652 sample 0)"""
+    """unbind.int (ops.yaml:1676 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_544(self):
-    """unbind.int (ops.yaml:1652 sample 1)"""
+    """unbind.int (ops.yaml:1676 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_545(self):
-    """unbind.int (ops.yaml:1652 sample 2)"""
+    """unbind.int (ops.yaml:1676 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_546(self):
-    """unbind.int (ops.yaml:1652 sample 3)"""
+    """unbind.int (ops.yaml:1676 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_547(self, index):
-    """index_select (ops.yaml:1669 sample 0)"""
+    """index_select (ops.yaml:1693 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_548(self, index):
-    """index_select (ops.yaml:1669 sample 1)"""
+    """index_select (ops.yaml:1693 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_549(self, index):
-    """index_select (ops.yaml:1669 sample 2)"""
+    """index_select (ops.yaml:1693 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_550(self, index):
-    """index_select (ops.yaml:1669 sample 3)"""
+    """index_select (ops.yaml:1693 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_551(self, index):
-    """index_select (ops.yaml:1669 sample 4)"""
+    """index_select (ops.yaml:1693 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_552(self, index):
-    """index_select (ops.yaml:1669 sample 5)"""
+    """index_select (ops.yaml:1693 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_553(self, index, source):
-    """index_add (ops.yaml:1693 sample 0)"""
+    """index_add (ops.yaml:1717 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_554(self, index, source):
-    """index_add (ops.yaml:1693 sample 1)"""
+    """index_add (ops.yaml:1717 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_555(self, index, source):
-    """index_add (ops.yaml:1693 sample 2)"""
+    """index_add (ops.yaml:1717 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_556(self, index, source):
-    """index_add (ops.yaml:1693 sample 3)"""
+    """index_add (ops.yaml:1717 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_557(self, index, source):
-    """index_add (ops.yaml:1693 sample 4)"""
+    """index_add (ops.yaml:1717 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_558(self, index, source):
-    """index_copy (ops.yaml:1708 sample 0)"""
+    """index_copy (ops.yaml:1732 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_559(self, index, source):
-    """index_copy (ops.yaml:1708 sample 1)"""
+    """index_copy (ops.yaml:1732 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_560(self, index, source):
-    """index_copy (ops.yaml:1708 sample 2)"""
+    """index_copy (ops.yaml:1732 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_561(self, index):
-    """gather (ops.yaml:1721 sample 0)"""
+    """gather (ops.yaml:1745 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_562(self, index):
-    """gather (ops.yaml:1721 sample 1)"""
+    """gather (ops.yaml:1745 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_563(self, index):
-    """gather (ops.yaml:1721 sample 2)"""
+    """gather (ops.yaml:1745 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_564(self, index):
-    """gather (ops.yaml:1721 sample 3)"""
+    """gather (ops.yaml:1745 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_565(self, index):
-    """gather (ops.yaml:1721 sample 4)"""
+    """gather (ops.yaml:1745 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_566(self, index, src):
-    """scatter.src (ops.yaml:1744 sample 0)"""
+    """scatter.src (ops.yaml:1768 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_567(self, index, src):
-    """scatter.src (ops.yaml:1744 sample 1)"""
+    """scatter.src (ops.yaml:1768 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_568(self, index, src):
-    """scatter.src (ops.yaml:1744 sample 2)"""
+    """scatter.src (ops.yaml:1768 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_569(self, index, src):
-    """scatter.src (ops.yaml:1744 sample 3)"""
+    """scatter.src (ops.yaml:1768 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_570(self, index):
-    """scatter.value (ops.yaml:1765 sample 0)"""
+    """scatter.value (ops.yaml:1789 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_571(self, index):
-    """scatter.value (ops.yaml:1765 sample 1)"""
+    """scatter.value (ops.yaml:1789 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_572(self, index):
-    """scatter.value (ops.yaml:1765 sample 2)"""
+    """scatter.value (ops.yaml:1789 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_573(self, index, src):
-    """scatter_add (ops.yaml:1778 sample 0)"""
+    """scatter_add (ops.yaml:1802 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_574(self, index, src):
-    """scatter_add (ops.yaml:1778 sample 1)"""
+    """scatter_add (ops.yaml:1802 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_575(self, index, src):
-    """scatter_add (ops.yaml:1778 sample 2)"""
+    """scatter_add (ops.yaml:1802 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_576(self, index, src):
-    """scatter_add (ops.yaml:1778 sample 3)"""
+    """scatter_add (ops.yaml:1802 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_577(self, index, src):
-    """scatter_add (ops.yaml:1778 sample 4)"""
+    """scatter_add (ops.yaml:1802 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_578(weight, indices):
-    """embedding (ops.yaml:1797 sample 0)"""
+    """embedding (ops.yaml:1821 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3454,7 +3454,7 @@ def case_578(weight, indices):
 
 
 def case_579(weight, indices):
-    """embedding (ops.yaml:1797 sample 1)"""
+    """embedding (ops.yaml:1821 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3462,7 +3462,7 @@ def case_579(weight, indices):
 
 
 def case_580(weight, indices):
-    """embedding (ops.yaml:1797 sample 2)"""
+    """embedding (ops.yaml:1821 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3470,7 +3470,7 @@ def case_580(weight, indices):
 
 
 def case_581(weight, indices):
-    """embedding (ops.yaml:1797 sample 3)"""
+    """embedding (ops.yaml:1821 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3478,7 +3478,7 @@ def case_581(weight, indices):
 
 
 def case_582(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:1811 sample 0)"""
+    """embedding_dense_backward (ops.yaml:1835 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
@@ -3486,7 +3486,7 @@ def case_582(grad_output, indices):
 
 
 def case_583(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:1811 sample 1)"""
+    """embedding_dense_backward (ops.yaml:1835 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
@@ -3494,252 +3494,252 @@ def case_583(grad_output, indices):
 
 
 def case_584(self):
-    """one_hot (ops.yaml:1838 sample 0)"""
+    """one_hot (ops.yaml:1862 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_585(self):
-    """one_hot (ops.yaml:1838 sample 1)"""
+    """one_hot (ops.yaml:1862 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_586(self):
-    """one_hot (ops.yaml:1838 sample 2)"""
+    """one_hot (ops.yaml:1862 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_587(self):
-    """one_hot (ops.yaml:1838 sample 3)"""
+    """one_hot (ops.yaml:1862 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_588(self):
-    """nonzero (ops.yaml:1850 sample 0)"""
+    """nonzero (ops.yaml:1874 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_589(self):
-    """nonzero (ops.yaml:1850 sample 1)"""
+    """nonzero (ops.yaml:1874 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_590(self):
-    """nonzero (ops.yaml:1850 sample 2)"""
+    """nonzero (ops.yaml:1874 sample 2)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_591(self):
-    """nonzero (ops.yaml:1850 sample 3)"""
+    """nonzero (ops.yaml:1874 sample 3)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_592(self, mask):
-    """masked_select (ops.yaml:1863 sample 0)"""
+    """masked_select (ops.yaml:1887 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_593(self, mask):
-    """masked_select (ops.yaml:1863 sample 1)"""
+    """masked_select (ops.yaml:1887 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_594(self, mask):
-    """masked_select (ops.yaml:1863 sample 2)"""
+    """masked_select (ops.yaml:1887 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_595(self, mask):
-    """masked_select (ops.yaml:1863 sample 3)"""
+    """masked_select (ops.yaml:1887 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_596(self, mask):
-    """masked_select (ops.yaml:1863 sample 4)"""
+    """masked_select (ops.yaml:1887 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_597(self):
-    """argsort (ops.yaml:1878 sample 0)"""
+    """argsort (ops.yaml:1902 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_598(self):
-    """argsort (ops.yaml:1878 sample 1)"""
+    """argsort (ops.yaml:1902 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_599(self):
-    """argsort (ops.yaml:1878 sample 2)"""
+    """argsort (ops.yaml:1902 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_600(self):
-    """argsort (ops.yaml:1878 sample 3)"""
+    """argsort (ops.yaml:1902 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_601(self):
-    """argsort (ops.yaml:1878 sample 4)"""
+    """argsort (ops.yaml:1902 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_602(self, indices_0):
-    """index.Tensor (ops.yaml:1892 sample 0)"""
+    """index.Tensor (ops.yaml:1916 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_603(self, indices_1):
-    """index.Tensor (ops.yaml:1892 sample 1)"""
+    """index.Tensor (ops.yaml:1916 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_604(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:1892 sample 2)"""
+    """index.Tensor (ops.yaml:1916 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
 def case_605(self, indices_0):
-    """index.Tensor (ops.yaml:1892 sample 3)"""
+    """index.Tensor (ops.yaml:1916 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_606(self, indices_1):
-    """index.Tensor (ops.yaml:1892 sample 4)"""
+    """index.Tensor (ops.yaml:1916 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_607(self, indices_1):
-    """index.Tensor (ops.yaml:1892 sample 5)"""
+    """index.Tensor (ops.yaml:1916 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_608(self, indices_0, values):
-    """index_put (ops.yaml:1907 sample 0)"""
+    """index_put (ops.yaml:1931 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_609(self, indices_1, values):
-    """index_put (ops.yaml:1907 sample 1)"""
+    """index_put (ops.yaml:1931 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_610(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:1907 sample 2)"""
+    """index_put (ops.yaml:1931 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_611(self, indices_0, values):
-    """index_put (ops.yaml:1907 sample 3)"""
+    """index_put (ops.yaml:1931 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_612(self, indices_1, values):
-    """index_put (ops.yaml:1907 sample 4)"""
+    """index_put (ops.yaml:1931 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_613(self):
-    """sort (ops.yaml:1922 sample 0 result values)"""
+    """sort (ops.yaml:1946 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_614(self):
-    """sort (ops.yaml:1922 sample 0 result indices)"""
+    """sort (ops.yaml:1946 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_615(self):
-    """sort (ops.yaml:1922 sample 1 result values)"""
+    """sort (ops.yaml:1946 sample 1 result values)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_616(self):
-    """sort (ops.yaml:1922 sample 1 result indices)"""
+    """sort (ops.yaml:1946 sample 1 result indices)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_617(self):
-    """sort (ops.yaml:1922 sample 2 result values)"""
+    """sort (ops.yaml:1946 sample 2 result values)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_618(self):
-    """sort (ops.yaml:1922 sample 2 result indices)"""
+    """sort (ops.yaml:1946 sample 2 result indices)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_619(self):
-    """sort (ops.yaml:1922 sample 3 result values)"""
+    """sort (ops.yaml:1946 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_620(self):
-    """sort (ops.yaml:1922 sample 3 result indices)"""
+    """sort (ops.yaml:1946 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_621(self):
-    """sort (ops.yaml:1922 sample 4 result values)"""
+    """sort (ops.yaml:1946 sample 4 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_622(self):
-    """sort (ops.yaml:1922 sample 4 result indices)"""
+    """sort (ops.yaml:1946 sample 4 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_623(self):
-    """sort.stable (ops.yaml:1938 sample 0 result values)"""
+    """sort.stable (ops.yaml:1962 sample 0 result values)"""
     stable = True
     dim = -1
     descending = False
@@ -3747,7 +3747,7 @@ def case_623(self):
 
 
 def case_624(self):
-    """sort.stable (ops.yaml:1938 sample 0 result indices)"""
+    """sort.stable (ops.yaml:1962 sample 0 result indices)"""
     stable = True
     dim = -1
     descending = False
@@ -3755,7 +3755,7 @@ def case_624(self):
 
 
 def case_625(self):
-    """sort.stable (ops.yaml:1938 sample 1 result values)"""
+    """sort.stable (ops.yaml:1962 sample 1 result values)"""
     stable = True
     dim = 0
     descending = True
@@ -3763,7 +3763,7 @@ def case_625(self):
 
 
 def case_626(self):
-    """sort.stable (ops.yaml:1938 sample 1 result indices)"""
+    """sort.stable (ops.yaml:1962 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
@@ -3771,7 +3771,7 @@ def case_626(self):
 
 
 def case_627(self):
-    """topk (ops.yaml:1952 sample 0 result values)"""
+    """topk (ops.yaml:1976 sample 0 result values)"""
     k = 2
     dim = -1
     largest = True
@@ -3780,7 +3780,7 @@ def case_627(self):
 
 
 def case_628(self):
-    """topk (ops.yaml:1952 sample 0 result indices)"""
+    """topk (ops.yaml:1976 sample 0 result indices)"""
     k = 2
     dim = -1
     largest = True
@@ -3789,7 +3789,7 @@ def case_628(self):
 
 
 def case_629(self):
-    """topk (ops.yaml:1952 sample 1 result values)"""
+    """topk (ops.yaml:1976 sample 1 result values)"""
     k = 3
     dim = 0
     largest = False
@@ -3798,7 +3798,7 @@ def case_629(self):
 
 
 def case_630(self):
-    """topk (ops.yaml:1952 sample 1 result indices)"""
+    """topk (ops.yaml:1976 sample 1 result indices)"""
     k = 3
     dim = 0
     largest = False
@@ -3807,7 +3807,7 @@ def case_630(self):
 
 
 def case_631(self):
-    """topk (ops.yaml:1952 sample 2 result values)"""
+    """topk (ops.yaml:1976 sample 2 result values)"""
     k = 1
     dim = 1
     largest = True
@@ -3816,7 +3816,7 @@ def case_631(self):
 
 
 def case_632(self):
-    """topk (ops.yaml:1952 sample 2 result indices)"""
+    """topk (ops.yaml:1976 sample 2 result indices)"""
     k = 1
     dim = 1
     largest = True
@@ -3825,7 +3825,7 @@ def case_632(self):
 
 
 def case_633(self):
-    """topk (ops.yaml:1952 sample 3 result values)"""
+    """topk (ops.yaml:1976 sample 3 result values)"""
     k = 0
     dim = -1
     largest = True
@@ -3834,7 +3834,7 @@ def case_633(self):
 
 
 def case_634(self):
-    """topk (ops.yaml:1952 sample 3 result indices)"""
+    """topk (ops.yaml:1976 sample 3 result indices)"""
     k = 0
     dim = -1
     largest = True
@@ -3843,7 +3843,7 @@ def case_634(self):
 
 
 def case_635(self):
-    """topk (ops.yaml:1952 sample 4 result values)"""
+    """topk (ops.yaml:1976 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -3852,7 +3852,7 @@ def case_635(self):
 
 
 def case_636(self):
-    """topk (ops.yaml:1952 sample 4 result indices)"""
+    """topk (ops.yaml:1976 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -3861,7 +3861,7 @@ def case_636(self):
 
 
 def case_637(self):
-    """avg_pool2d (ops.yaml:1974 sample 0)"""
+    """avg_pool2d (ops.yaml:1998 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -3872,7 +3872,7 @@ def case_637(self):
 
 
 def case_638(self):
-    """avg_pool2d (ops.yaml:1974 sample 1)"""
+    """avg_pool2d (ops.yaml:1998 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -3883,7 +3883,7 @@ def case_638(self):
 
 
 def case_639(self):
-    """avg_pool2d (ops.yaml:1974 sample 2)"""
+    """avg_pool2d (ops.yaml:1998 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -3894,7 +3894,7 @@ def case_639(self):
 
 
 def case_640(self):
-    """avg_pool2d (ops.yaml:1974 sample 3)"""
+    """avg_pool2d (ops.yaml:1998 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -3905,31 +3905,31 @@ def case_640(self):
 
 
 def case_641(self):
-    """adaptive_avg_pool2d (ops.yaml:1993 sample 0)"""
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_642(self):
-    """adaptive_avg_pool2d (ops.yaml:1993 sample 1)"""
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_643(self):
-    """adaptive_avg_pool2d (ops.yaml:1993 sample 2)"""
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_644(self):
-    """adaptive_avg_pool2d (ops.yaml:1993 sample 3)"""
+    """adaptive_avg_pool2d (ops.yaml:2017 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_645(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2008 sample 0)"""
+    """avg_pool2d_backward (ops.yaml:2032 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -3940,7 +3940,7 @@ def case_645(grad_output, self):
 
 
 def case_646(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2008 sample 1)"""
+    """avg_pool2d_backward (ops.yaml:2032 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -3951,13 +3951,13 @@ def case_646(grad_output, self):
 
 
 def case_647(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2021 sample 0)"""
+    """adaptive_avg_pool2d_backward (ops.yaml:2045 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
 def case_648(input, weight, bias):
-    """conv2d (ops.yaml:2068 sample 0)"""
+    """conv2d (ops.yaml:2092 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -3966,7 +3966,7 @@ def case_648(input, weight, bias):
 
 
 def case_649(input, weight, bias):
-    """conv2d (ops.yaml:2068 sample 1)"""
+    """conv2d (ops.yaml:2092 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -3975,7 +3975,7 @@ def case_649(input, weight, bias):
 
 
 def case_650(input, weight, bias):
-    """conv2d (ops.yaml:2068 sample 2)"""
+    """conv2d (ops.yaml:2092 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -3984,7 +3984,7 @@ def case_650(input, weight, bias):
 
 
 def case_651(input, weight, bias):
-    """conv2d (ops.yaml:2068 sample 3)"""
+    """conv2d (ops.yaml:2092 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -3993,7 +3993,7 @@ def case_651(input, weight, bias):
 
 
 def case_652(input, weight, bias):
-    """conv2d (ops.yaml:2068 sample 4)"""
+    """conv2d (ops.yaml:2092 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4002,7 +4002,7 @@ def case_652(input, weight, bias):
 
 
 def case_653(input, weight):
-    """conv2d (ops.yaml:2068 sample 5)"""
+    """conv2d (ops.yaml:2092 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4012,7 +4012,7 @@ def case_653(input, weight):
 
 
 def case_654(input, weight, bias):
-    """conv2d.padding (ops.yaml:2090 sample 0)"""
+    """conv2d.padding (ops.yaml:2114 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4021,7 +4021,7 @@ def case_654(input, weight, bias):
 
 
 def case_655(input, weight, bias):
-    """conv2d.padding (ops.yaml:2090 sample 1)"""
+    """conv2d.padding (ops.yaml:2114 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4030,7 +4030,7 @@ def case_655(input, weight, bias):
 
 
 def case_656(input, weight, bias):
-    """conv2d.padding (ops.yaml:2090 sample 2)"""
+    """conv2d.padding (ops.yaml:2114 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4039,7 +4039,7 @@ def case_656(input, weight, bias):
 
 
 def case_657(input, weight, bias):
-    """conv1d (ops.yaml:2110 sample 0)"""
+    """conv1d (ops.yaml:2134 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4048,7 +4048,7 @@ def case_657(input, weight, bias):
 
 
 def case_658(input, weight, bias):
-    """conv1d (ops.yaml:2110 sample 1)"""
+    """conv1d (ops.yaml:2134 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4057,7 +4057,7 @@ def case_658(input, weight, bias):
 
 
 def case_659(input, weight, bias):
-    """conv1d (ops.yaml:2110 sample 2)"""
+    """conv1d (ops.yaml:2134 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4066,7 +4066,7 @@ def case_659(input, weight, bias):
 
 
 def case_660(input, weight, bias):
-    """conv1d.padding (ops.yaml:2129 sample 0)"""
+    """conv1d.padding (ops.yaml:2153 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4075,7 +4075,7 @@ def case_660(input, weight, bias):
 
 
 def case_661(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2147 sample 0)"""
+    """conv_transpose2d.input (ops.yaml:2171 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4085,7 +4085,7 @@ def case_661(input, weight, bias):
 
 
 def case_662(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2147 sample 1)"""
+    """conv_transpose2d.input (ops.yaml:2171 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4095,7 +4095,7 @@ def case_662(input, weight, bias):
 
 
 def case_663(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2147 sample 2)"""
+    """conv_transpose2d.input (ops.yaml:2171 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4105,7 +4105,7 @@ def case_663(input, weight, bias):
 
 
 def case_664(input, weight):
-    """conv_transpose2d.input (ops.yaml:2147 sample 3)"""
+    """conv_transpose2d.input (ops.yaml:2171 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4116,7 +4116,7 @@ def case_664(input, weight):
 
 
 def case_665(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2163 sample 0)"""
+    """conv2d_backward_input (ops.yaml:2187 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4126,7 +4126,7 @@ def case_665(grad_output, weight):
 
 
 def case_666(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2163 sample 1)"""
+    """conv2d_backward_input (ops.yaml:2187 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4136,7 +4136,7 @@ def case_666(grad_output, weight):
 
 
 def case_667(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2176 sample 0)"""
+    """conv2d_backward_weight (ops.yaml:2200 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4146,7 +4146,7 @@ def case_667(grad_output, input):
 
 
 def case_668(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2176 sample 1)"""
+    """conv2d_backward_weight (ops.yaml:2200 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4156,17 +4156,17 @@ def case_668(grad_output, input):
 
 
 def case_669(grad_output):
-    """conv2d_backward_bias (ops.yaml:2190 sample 0)"""
+    """conv2d_backward_bias (ops.yaml:2214 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
 def case_670(grad_output):
-    """conv2d_backward_bias (ops.yaml:2190 sample 1)"""
+    """conv2d_backward_bias (ops.yaml:2214 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
 def case_671(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 0 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 0 result values)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4176,7 +4176,7 @@ def case_671(self):
 
 
 def case_672(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 0 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 0 result indices)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4186,7 +4186,7 @@ def case_672(self):
 
 
 def case_673(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 1 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 1 result values)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4196,7 +4196,7 @@ def case_673(self):
 
 
 def case_674(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 1 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 1 result indices)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4206,7 +4206,7 @@ def case_674(self):
 
 
 def case_675(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 2 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 2 result values)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4216,7 +4216,7 @@ def case_675(self):
 
 
 def case_676(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 2 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4226,7 +4226,7 @@ def case_676(self):
 
 
 def case_677(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 3 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4236,7 +4236,7 @@ def case_677(self):
 
 
 def case_678(self):
-    """max_pool2d_with_indices (ops.yaml:2208 sample 3 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2232 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4246,7 +4246,7 @@ def case_678(self):
 
 
 def case_679(self):
-    """max_pool2d (ops.yaml:2226 sample 0)"""
+    """max_pool2d (ops.yaml:2250 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4256,7 +4256,7 @@ def case_679(self):
 
 
 def case_680(self):
-    """max_pool2d (ops.yaml:2226 sample 1)"""
+    """max_pool2d (ops.yaml:2250 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4266,7 +4266,7 @@ def case_680(self):
 
 
 def case_681(self):
-    """max_pool2d (ops.yaml:2226 sample 2)"""
+    """max_pool2d (ops.yaml:2250 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4276,113 +4276,113 @@ def case_681(self):
 
 
 def case_682(self):
-    """softmax.int (ops.yaml:2249 sample 0)"""
+    """softmax.int (ops.yaml:2273 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_683(self):
-    """softmax.int (ops.yaml:2249 sample 1)"""
+    """softmax.int (ops.yaml:2273 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_684(self):
-    """softmax.int (ops.yaml:2249 sample 2)"""
+    """softmax.int (ops.yaml:2273 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_685(self):
-    """softmax.int (ops.yaml:2249 sample 3)"""
+    """softmax.int (ops.yaml:2273 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_686(self):
-    """softmax.int (ops.yaml:2249 sample 4)"""
+    """softmax.int (ops.yaml:2273 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_687(self):
-    """log_softmax.int (ops.yaml:2267 sample 0)"""
+    """log_softmax.int (ops.yaml:2291 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_688(self):
-    """log_softmax.int (ops.yaml:2267 sample 1)"""
+    """log_softmax.int (ops.yaml:2291 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_689(self):
-    """log_softmax.int (ops.yaml:2267 sample 2)"""
+    """log_softmax.int (ops.yaml:2291 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_690(self):
-    """log_softmax.int (ops.yaml:2267 sample 3)"""
+    """log_softmax.int (ops.yaml:2291 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_691(self):
-    """log_softmax.int (ops.yaml:2267 sample 4)"""
+    """log_softmax.int (ops.yaml:2291 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_692(grad_output, output):
-    """softmax_backward_data (ops.yaml:2285 sample 0)"""
+    """softmax_backward_data (ops.yaml:2309 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_693(grad_output, output):
-    """softmax_backward_data (ops.yaml:2285 sample 1)"""
+    """softmax_backward_data (ops.yaml:2309 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_694(grad_output, output):
-    """softmax_backward_data (ops.yaml:2285 sample 2)"""
+    """softmax_backward_data (ops.yaml:2309 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_695(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2302 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:2326 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_696(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2302 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:2326 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_697(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2302 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:2326 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_698(input):
-    """dropout (ops.yaml:2341 sample 0)"""
+    """dropout (ops.yaml:2365 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -4390,7 +4390,7 @@ def case_698(input):
 
 
 def case_699(input):
-    """dropout (ops.yaml:2341 sample 1)"""
+    """dropout (ops.yaml:2365 sample 1)"""
     p = 0.25
     train = True
     generator = None
@@ -4398,7 +4398,7 @@ def case_699(input):
 
 
 def case_700(input):
-    """dropout (ops.yaml:2341 sample 2)"""
+    """dropout (ops.yaml:2365 sample 2)"""
     p = 0.5
     train = False
     generator = None
@@ -4406,7 +4406,7 @@ def case_700(input):
 
 
 def case_701(input):
-    """dropout (ops.yaml:2341 sample 3)"""
+    """dropout (ops.yaml:2365 sample 3)"""
     p = 0.5
     train = True
     generator = None
@@ -4414,7 +4414,7 @@ def case_701(input):
 
 
 def case_702(input):
-    """dropout (ops.yaml:2341 sample 4)"""
+    """dropout (ops.yaml:2365 sample 4)"""
     p = 1.0
     train = True
     generator = None
@@ -4422,183 +4422,183 @@ def case_702(input):
 
 
 def case_703(self, target):
-    """mse_loss (ops.yaml:2355 sample 0)"""
+    """mse_loss (ops.yaml:2379 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_704(self, target):
-    """mse_loss (ops.yaml:2355 sample 1)"""
+    """mse_loss (ops.yaml:2379 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_705(self, target):
-    """mse_loss (ops.yaml:2355 sample 2)"""
+    """mse_loss (ops.yaml:2379 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_706(self, target):
-    """mse_loss (ops.yaml:2355 sample 3)"""
+    """mse_loss (ops.yaml:2379 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_707(self, target):
-    """mse_loss (ops.yaml:2355 sample 4)"""
+    """mse_loss (ops.yaml:2379 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_708(self, target):
-    """l1_loss (ops.yaml:2370 sample 0)"""
+    """l1_loss (ops.yaml:2394 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_709(self, target):
-    """l1_loss (ops.yaml:2370 sample 1)"""
+    """l1_loss (ops.yaml:2394 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_710(self, target):
-    """l1_loss (ops.yaml:2370 sample 2)"""
+    """l1_loss (ops.yaml:2394 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_711(self, target):
-    """l1_loss (ops.yaml:2370 sample 3)"""
+    """l1_loss (ops.yaml:2394 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_712(self, target):
-    """l1_loss (ops.yaml:2370 sample 4)"""
+    """l1_loss (ops.yaml:2394 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_713(self, target):
-    """smooth_l1_loss (ops.yaml:2385 sample 0)"""
+    """smooth_l1_loss (ops.yaml:2409 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_714(self, target):
-    """smooth_l1_loss (ops.yaml:2385 sample 1)"""
+    """smooth_l1_loss (ops.yaml:2409 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_715(self, target):
-    """smooth_l1_loss (ops.yaml:2385 sample 2)"""
+    """smooth_l1_loss (ops.yaml:2409 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_716(self, target):
-    """smooth_l1_loss (ops.yaml:2385 sample 3)"""
+    """smooth_l1_loss (ops.yaml:2409 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_717(self, target):
-    """smooth_l1_loss (ops.yaml:2385 sample 4)"""
+    """smooth_l1_loss (ops.yaml:2409 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_718(self, target):
-    """smooth_l1_loss (ops.yaml:2385 sample 5)"""
+    """smooth_l1_loss (ops.yaml:2409 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_719(self, target):
-    """huber_loss (ops.yaml:2401 sample 0)"""
+    """huber_loss (ops.yaml:2425 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_720(self, target):
-    """huber_loss (ops.yaml:2401 sample 1)"""
+    """huber_loss (ops.yaml:2425 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_721(self, target):
-    """huber_loss (ops.yaml:2401 sample 2)"""
+    """huber_loss (ops.yaml:2425 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_722(self, target):
-    """huber_loss (ops.yaml:2401 sample 3)"""
+    """huber_loss (ops.yaml:2425 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_723(self, target):
-    """huber_loss (ops.yaml:2401 sample 4)"""
+    """huber_loss (ops.yaml:2425 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_724(self, target):
-    """binary_cross_entropy (ops.yaml:2417 sample 0)"""
+    """binary_cross_entropy (ops.yaml:2441 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_725(self, target):
-    """binary_cross_entropy (ops.yaml:2417 sample 1)"""
+    """binary_cross_entropy (ops.yaml:2441 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_726(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2417 sample 2)"""
+    """binary_cross_entropy (ops.yaml:2441 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_727(self, target):
-    """binary_cross_entropy (ops.yaml:2417 sample 3)"""
+    """binary_cross_entropy (ops.yaml:2441 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_728(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2417 sample 4)"""
+    """binary_cross_entropy (ops.yaml:2441 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_729(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2417 sample 5)"""
+    """binary_cross_entropy (ops.yaml:2441 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_730(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 0)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2457 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
@@ -4606,34 +4606,34 @@ def case_730(self, target):
 
 
 def case_731(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 1)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2457 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_732(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 2)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2457 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_733(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 3)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2457 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_734(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 4)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2457 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_735(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2433 sample 5)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2457 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
@@ -4641,7 +4641,7 @@ def case_735(self, target):
 
 
 def case_736(self, target):
-    """nll_loss (ops.yaml:2456 sample 0)"""
+    """nll_loss (ops.yaml:2480 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4649,21 +4649,21 @@ def case_736(self, target):
 
 
 def case_737(self, target, weight):
-    """nll_loss (ops.yaml:2456 sample 1)"""
+    """nll_loss (ops.yaml:2480 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_738(self, target, weight):
-    """nll_loss (ops.yaml:2456 sample 2)"""
+    """nll_loss (ops.yaml:2480 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_739(self, target):
-    """nll_loss (ops.yaml:2456 sample 3)"""
+    """nll_loss (ops.yaml:2480 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
@@ -4671,14 +4671,14 @@ def case_739(self, target):
 
 
 def case_740(self, target, weight):
-    """nll_loss (ops.yaml:2456 sample 4)"""
+    """nll_loss (ops.yaml:2480 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_741(self, target):
-    """nll_loss (ops.yaml:2456 sample 5)"""
+    """nll_loss (ops.yaml:2480 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4686,7 +4686,7 @@ def case_741(self, target):
 
 
 def case_742(self, target):
-    """cross_entropy_loss (ops.yaml:2479 sample 0)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4695,7 +4695,7 @@ def case_742(self, target):
 
 
 def case_743(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2479 sample 1)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
@@ -4703,7 +4703,7 @@ def case_743(self, target, weight):
 
 
 def case_744(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2479 sample 2)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
@@ -4711,7 +4711,7 @@ def case_744(self, target, weight):
 
 
 def case_745(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2479 sample 3)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
@@ -4719,7 +4719,7 @@ def case_745(self, target, weight):
 
 
 def case_746(self, target):
-    """cross_entropy_loss (ops.yaml:2479 sample 4)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4728,7 +4728,7 @@ def case_746(self, target):
 
 
 def case_747(self, target):
-    """cross_entropy_loss (ops.yaml:2479 sample 5)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4737,7 +4737,7 @@ def case_747(self, target):
 
 
 def case_748(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2479 sample 6)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4745,7 +4745,7 @@ def case_748(self, target, weight):
 
 
 def case_749(self, target):
-    """cross_entropy_loss (ops.yaml:2479 sample 7)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4754,7 +4754,7 @@ def case_749(self, target):
 
 
 def case_750(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2479 sample 8)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
@@ -4762,7 +4762,7 @@ def case_750(self, target, weight):
 
 
 def case_751(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2479 sample 9)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4770,7 +4770,7 @@ def case_751(self, target, weight):
 
 
 def case_752(self, target):
-    """cross_entropy_loss (ops.yaml:2479 sample 10)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4779,7 +4779,7 @@ def case_752(self, target):
 
 
 def case_753(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2479 sample 11)"""
+    """cross_entropy_loss (ops.yaml:2503 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4787,7 +4787,7 @@ def case_753(self, target, weight):
 
 
 def case_754(self, target):
-    """cross_entropy_index (ops.yaml:2504 sample 0)"""
+    """cross_entropy_index (ops.yaml:2528 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -4796,7 +4796,7 @@ def case_754(self, target):
 
 
 def case_755(self, target):
-    """cross_entropy_index (ops.yaml:2504 sample 1)"""
+    """cross_entropy_index (ops.yaml:2528 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -4805,7 +4805,7 @@ def case_755(self, target):
 
 
 def case_756(self, target):
-    """cross_entropy_index (ops.yaml:2504 sample 2)"""
+    """cross_entropy_index (ops.yaml:2528 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4814,7 +4814,7 @@ def case_756(self, target):
 
 
 def case_757(self, target):
-    """cross_entropy_index (ops.yaml:2504 sample 3)"""
+    """cross_entropy_index (ops.yaml:2528 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4823,7 +4823,7 @@ def case_757(self, target):
 
 
 def case_758(self, target):
-    """cross_entropy_index (ops.yaml:2504 sample 4)"""
+    """cross_entropy_index (ops.yaml:2528 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4832,7 +4832,7 @@ def case_758(self, target):
 
 
 def case_759():
-    """empty (ops.yaml:2530 sample 0)"""
+    """empty (ops.yaml:2554 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -4840,7 +4840,7 @@ def case_759():
 
 
 def case_760():
-    """empty (ops.yaml:2530 sample 1)"""
+    """empty (ops.yaml:2554 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -4848,7 +4848,7 @@ def case_760():
 
 
 def case_761():
-    """empty (ops.yaml:2530 sample 2)"""
+    """empty (ops.yaml:2554 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -4856,7 +4856,7 @@ def case_761():
 
 
 def case_762():
-    """zeros (ops.yaml:2537 sample 0)"""
+    """zeros (ops.yaml:2561 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -4864,7 +4864,7 @@ def case_762():
 
 
 def case_763():
-    """ones (ops.yaml:2545 sample 0)"""
+    """ones (ops.yaml:2569 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -4872,7 +4872,7 @@ def case_763():
 
 
 def case_764():
-    """full (ops.yaml:2560 sample 0)"""
+    """full (ops.yaml:2584 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -4881,7 +4881,7 @@ def case_764():
 
 
 def case_765():
-    """full (ops.yaml:2560 sample 1)"""
+    """full (ops.yaml:2584 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -4890,7 +4890,7 @@ def case_765():
 
 
 def case_766():
-    """full (ops.yaml:2560 sample 2)"""
+    """full (ops.yaml:2584 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -4899,70 +4899,70 @@ def case_766():
 
 
 def case_767(self):
-    """empty_like (ops.yaml:2571 sample 0)"""
+    """empty_like (ops.yaml:2595 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_768(self):
-    """empty_like (ops.yaml:2571 sample 1)"""
+    """empty_like (ops.yaml:2595 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_769(self):
-    """empty_like (ops.yaml:2571 sample 2)"""
+    """empty_like (ops.yaml:2595 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_770(self):
-    """ones_like (ops.yaml:2591 sample 0)"""
+    """ones_like (ops.yaml:2615 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_771(self):
-    """ones_like (ops.yaml:2591 sample 1)"""
+    """ones_like (ops.yaml:2615 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_772(self):
-    """ones_like (ops.yaml:2591 sample 2)"""
+    """ones_like (ops.yaml:2615 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_773(self):
-    """ones_like (ops.yaml:2591 sample 3)"""
+    """ones_like (ops.yaml:2615 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_774(self):
-    """full_like (ops.yaml:2603 sample 0)"""
+    """full_like (ops.yaml:2627 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_775(self):
-    """full_like (ops.yaml:2603 sample 1)"""
+    """full_like (ops.yaml:2627 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_776(self):
-    """full_like (ops.yaml:2603 sample 2)"""
+    """full_like (ops.yaml:2627 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_777():
-    """arange (ops.yaml:2608 sample 0)"""
+    """arange (ops.yaml:2632 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -4972,7 +4972,7 @@ def case_777():
 
 
 def case_778():
-    """linspace (ops.yaml:2623 sample 0)"""
+    """linspace (ops.yaml:2647 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -4982,7 +4982,7 @@ def case_778():
 
 
 def case_779():
-    """linspace (ops.yaml:2623 sample 1)"""
+    """linspace (ops.yaml:2647 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -4992,7 +4992,7 @@ def case_779():
 
 
 def case_780():
-    """linspace (ops.yaml:2623 sample 2)"""
+    """linspace (ops.yaml:2647 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5002,7 +5002,7 @@ def case_780():
 
 
 def case_781():
-    """eye (ops.yaml:2635 sample 0)"""
+    """eye (ops.yaml:2659 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -5010,7 +5010,7 @@ def case_781():
 
 
 def case_782():
-    """eye (ops.yaml:2635 sample 1)"""
+    """eye (ops.yaml:2659 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -5018,7 +5018,7 @@ def case_782():
 
 
 def case_783():
-    """eye.m (ops.yaml:2646 sample 0)"""
+    """eye.m (ops.yaml:2670 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5027,7 +5027,7 @@ def case_783():
 
 
 def case_784():
-    """eye.m (ops.yaml:2646 sample 1)"""
+    """eye.m (ops.yaml:2670 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5036,7 +5036,7 @@ def case_784():
 
 
 def case_785():
-    """rand (ops.yaml:2650 sample 0)"""
+    """rand (ops.yaml:2674 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5045,7 +5045,7 @@ def case_785():
 
 
 def case_786():
-    """randn (ops.yaml:2661 sample 0)"""
+    """randn (ops.yaml:2685 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5054,35 +5054,35 @@ def case_786():
 
 
 def case_787(self):
-    """rand_like (ops.yaml:2678 sample 0)"""
+    """rand_like (ops.yaml:2702 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_788(self):
-    """rand_like (ops.yaml:2678 sample 1)"""
+    """rand_like (ops.yaml:2702 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_789(self):
-    """randn_like (ops.yaml:2688 sample 0)"""
+    """randn_like (ops.yaml:2712 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_790(self):
-    """randn_like (ops.yaml:2688 sample 1)"""
+    """randn_like (ops.yaml:2712 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_791():
-    """randint (ops.yaml:2699 sample 0)"""
+    """randint (ops.yaml:2723 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5092,7 +5092,7 @@ def case_791():
 
 
 def case_792():
-    """randint (ops.yaml:2699 sample 1)"""
+    """randint (ops.yaml:2723 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5102,7 +5102,7 @@ def case_792():
 
 
 def case_793():
-    """randint.low (ops.yaml:2710 sample 0)"""
+    """randint.low (ops.yaml:2734 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5113,7 +5113,7 @@ def case_793():
 
 
 def case_794():
-    """randperm (ops.yaml:2720 sample 0)"""
+    """randperm (ops.yaml:2744 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5122,7 +5122,7 @@ def case_794():
 
 
 def case_795():
-    """randperm (ops.yaml:2720 sample 1)"""
+    """randperm (ops.yaml:2744 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5131,28 +5131,28 @@ def case_795():
 
 
 def case_796(self):
-    """bernoulli.p (ops.yaml:2737 sample 0)"""
+    """bernoulli.p (ops.yaml:2761 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_797(self):
-    """bernoulli.p (ops.yaml:2737 sample 1)"""
+    """bernoulli.p (ops.yaml:2761 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_798(self):
-    """bernoulli.p (ops.yaml:2737 sample 2)"""
+    """bernoulli.p (ops.yaml:2761 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_799(self):
-    """normal (ops.yaml:2748 sample 0)"""
+    """normal (ops.yaml:2772 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -5160,7 +5160,7 @@ def case_799(self):
 
 
 def case_800(self):
-    """normal (ops.yaml:2748 sample 1)"""
+    """normal (ops.yaml:2772 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5168,7 +5168,7 @@ def case_800(self):
 
 
 def case_801(self):
-    """normal (ops.yaml:2748 sample 2)"""
+    """normal (ops.yaml:2772 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5176,7 +5176,7 @@ def case_801(self):
 
 
 def case_802(self):
-    """uniform (ops.yaml:2760 sample 0)"""
+    """uniform (ops.yaml:2784 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -5184,7 +5184,7 @@ def case_802(self):
 
 
 def case_803(self):
-    """uniform (ops.yaml:2760 sample 1)"""
+    """uniform (ops.yaml:2784 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5192,7 +5192,7 @@ def case_803(self):
 
 
 def case_804(self):
-    """uniform (ops.yaml:2760 sample 2)"""
+    """uniform (ops.yaml:2784 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5200,13 +5200,13 @@ def case_804(self):
 
 
 def case_805(self):
-    """sum_to (ops.yaml:2773 sample 0)"""
+    """sum_to (ops.yaml:2797 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_806(self):
-    """sum_to (ops.yaml:2773 sample 1)"""
+    """sum_to (ops.yaml:2797 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -6421,1216 +6421,1216 @@ CASES = [
     dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 0", fn=case_403, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 1", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 2", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 3", fn=case_406, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 0", fn=case_407, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 1", fn=case_408, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 2", fn=case_409, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 3", fn=case_410, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 0", fn=case_411, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 1", fn=case_412, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 2", fn=case_413, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 0", fn=case_414, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 1", fn=case_415, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 2", fn=case_416, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 3", fn=case_417, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 0", fn=case_418, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 1", fn=case_419, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 2", fn=case_420, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 3", fn=case_421, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 0", fn=case_422, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 1", fn=case_423, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 2", fn=case_424, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 3", fn=case_425, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 4", fn=case_426, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 5", fn=case_427, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 6", fn=case_428, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 7", fn=case_429, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 8", fn=case_430, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 9", fn=case_431, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 10", fn=case_432, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 0", fn=case_433, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 1", fn=case_434, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 2", fn=case_435, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 3", fn=case_436, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 0", fn=case_447, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 1", fn=case_448, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 2", fn=case_449, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 0", fn=case_450, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 1", fn=case_451, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 2", fn=case_452, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1288 sample 0", fn=case_453, tensors=["self"],
+    dict(op="t", where="ops.yaml:1312 sample 0", fn=case_453, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1288 sample 1", fn=case_454, tensors=["self"],
+    dict(op="t", where="ops.yaml:1312 sample 1", fn=case_454, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1299 sample 0", fn=case_455, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1323 sample 0", fn=case_455, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1299 sample 1", fn=case_456, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1323 sample 1", fn=case_456, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1313 sample 0", fn=case_457, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1337 sample 0", fn=case_457, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1322 sample 0", fn=case_458, tensors=["self"],
+    dict(op="view", where="ops.yaml:1346 sample 0", fn=case_458, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1322 sample 1", fn=case_459, tensors=["self"],
+    dict(op="view", where="ops.yaml:1346 sample 1", fn=case_459, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1332 sample 0", fn=case_460, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1356 sample 0", fn=case_460, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1332 sample 1", fn=case_461, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1356 sample 1", fn=case_461, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1342 sample 0", fn=case_462, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1366 sample 0", fn=case_462, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1342 sample 1", fn=case_463, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1366 sample 1", fn=case_463, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1352 sample 0", fn=case_464, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1376 sample 0", fn=case_464, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1362 sample 0", fn=case_465, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1386 sample 0", fn=case_465, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1362 sample 1", fn=case_466, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1386 sample 1", fn=case_466, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1373 sample 0", fn=case_467, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1397 sample 0", fn=case_467, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1373 sample 1", fn=case_468, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1397 sample 1", fn=case_468, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1387 sample 0", fn=case_469, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1411 sample 0", fn=case_469, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1387 sample 1", fn=case_470, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1411 sample 1", fn=case_470, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1398 sample 0", fn=case_471, tensors=["self"],
+    dict(op="select", where="ops.yaml:1422 sample 0", fn=case_471, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1398 sample 1", fn=case_472, tensors=["self"],
+    dict(op="select", where="ops.yaml:1422 sample 1", fn=case_472, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1408 sample 0", fn=case_473, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1432 sample 0", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 0", fn=case_474, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 0", fn=case_474, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 1", fn=case_475, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 1", fn=case_475, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 2", fn=case_476, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 2", fn=case_476, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 3", fn=case_477, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 3", fn=case_477, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1421 sample 4", fn=case_478, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1445 sample 4", fn=case_478, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1440 sample 0", fn=case_479, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 0", fn=case_479, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1440 sample 1", fn=case_480, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 1", fn=case_480, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1440 sample 2", fn=case_481, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 2", fn=case_481, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1440 sample 3", fn=case_482, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1464 sample 3", fn=case_482, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1452 sample 0", fn=case_483, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 0", fn=case_483, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1452 sample 1", fn=case_484, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 1", fn=case_484, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1452 sample 2", fn=case_485, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 2", fn=case_485, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1452 sample 3", fn=case_486, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1476 sample 3", fn=case_486, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1470 sample 0", fn=case_487, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1494 sample 0", fn=case_487, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1470 sample 1", fn=case_488, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1494 sample 1", fn=case_488, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1470 sample 2", fn=case_489, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1494 sample 2", fn=case_489, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1470 sample 3", fn=case_490, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1494 sample 3", fn=case_490, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1485 sample 0", fn=case_491, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1509 sample 0", fn=case_491, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1485 sample 1", fn=case_492, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1509 sample 1", fn=case_492, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1485 sample 2", fn=case_493, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1509 sample 2", fn=case_493, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1485 sample 3", fn=case_494, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1509 sample 3", fn=case_494, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1485 sample 4", fn=case_495, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1509 sample 4", fn=case_495, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1485 sample 5", fn=case_496, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1509 sample 5", fn=case_496, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1500 sample 0", fn=case_497, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1524 sample 0", fn=case_497, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1500 sample 1", fn=case_498, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1524 sample 1", fn=case_498, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1500 sample 2", fn=case_499, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1524 sample 2", fn=case_499, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1500 sample 3", fn=case_500, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1524 sample 3", fn=case_500, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1500 sample 4", fn=case_501, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1524 sample 4", fn=case_501, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1517 sample 0", fn=case_502, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1541 sample 0", fn=case_502, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1517 sample 1", fn=case_503, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1541 sample 1", fn=case_503, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1517 sample 2", fn=case_504, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1541 sample 2", fn=case_504, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1517 sample 3", fn=case_505, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1541 sample 3", fn=case_505, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1517 sample 4", fn=case_506, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1541 sample 4", fn=case_506, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1541 sample 0", fn=case_507, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1565 sample 0", fn=case_507, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1541 sample 1", fn=case_508, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1565 sample 1", fn=case_508, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1541 sample 2", fn=case_509, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1565 sample 2", fn=case_509, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1541 sample 3", fn=case_510, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1565 sample 3", fn=case_510, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1541 sample 4", fn=case_511, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1565 sample 4", fn=case_511, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1557 sample 0", fn=case_512, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1581 sample 0", fn=case_512, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1557 sample 1", fn=case_513, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1581 sample 1", fn=case_513, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1557 sample 2", fn=case_514, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1581 sample 2", fn=case_514, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1557 sample 3", fn=case_515, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1581 sample 3", fn=case_515, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1557 sample 4", fn=case_516, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1581 sample 4", fn=case_516, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 0", fn=case_517, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 0", fn=case_517, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 1", fn=case_518, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 1", fn=case_518, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 2", fn=case_519, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 2", fn=case_519, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 3", fn=case_520, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 3", fn=case_520, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 4", fn=case_521, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 4", fn=case_521, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 5", fn=case_522, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 5", fn=case_522, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 6", fn=case_523, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 6", fn=case_523, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1571 sample 7", fn=case_524, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1595 sample 7", fn=case_524, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1591 sample 0", fn=case_525, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1615 sample 0", fn=case_525, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1591 sample 1", fn=case_526, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1615 sample 1", fn=case_526, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1591 sample 2", fn=case_527, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1615 sample 2", fn=case_527, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1591 sample 3", fn=case_528, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1615 sample 3", fn=case_528, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1591 sample 4", fn=case_529, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1615 sample 4", fn=case_529, tensors=["tensors_0", "tensors_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1612 sample 0", fn=case_530, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1636 sample 0", fn=case_530, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1612 sample 1", fn=case_531, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1636 sample 1", fn=case_531, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1612 sample 2", fn=case_532, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1636 sample 2", fn=case_532, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1612 sample 3", fn=case_533, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1636 sample 3", fn=case_533, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1612 sample 4", fn=case_534, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1636 sample 4", fn=case_534, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1626 sample 0", fn=case_535, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 0", fn=case_535, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1626 sample 1", fn=case_536, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 1", fn=case_536, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1626 sample 2", fn=case_537, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 2", fn=case_537, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1626 sample 3", fn=case_538, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1650 sample 3", fn=case_538, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1639 sample 0", fn=case_539, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1663 sample 0", fn=case_539, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1639 sample 1", fn=case_540, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1663 sample 1", fn=case_540, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1639 sample 2", fn=case_541, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1663 sample 2", fn=case_541, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1639 sample 3", fn=case_542, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1663 sample 3", fn=case_542, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1652 sample 0", fn=case_543, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1676 sample 0", fn=case_543, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1652 sample 1", fn=case_544, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1676 sample 1", fn=case_544, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1652 sample 2", fn=case_545, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1676 sample 2", fn=case_545, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1652 sample 3", fn=case_546, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1676 sample 3", fn=case_546, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1669 sample 0", fn=case_547, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1693 sample 0", fn=case_547, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1669 sample 1", fn=case_548, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1693 sample 1", fn=case_548, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1669 sample 2", fn=case_549, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1693 sample 2", fn=case_549, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1669 sample 3", fn=case_550, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1693 sample 3", fn=case_550, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1669 sample 4", fn=case_551, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1693 sample 4", fn=case_551, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1669 sample 5", fn=case_552, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1693 sample 5", fn=case_552, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1693 sample 0", fn=case_553, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1717 sample 0", fn=case_553, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1693 sample 1", fn=case_554, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1717 sample 1", fn=case_554, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1693 sample 2", fn=case_555, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1717 sample 2", fn=case_555, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1693 sample 3", fn=case_556, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1717 sample 3", fn=case_556, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1693 sample 4", fn=case_557, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1717 sample 4", fn=case_557, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1708 sample 0", fn=case_558, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1732 sample 0", fn=case_558, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1708 sample 1", fn=case_559, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1732 sample 1", fn=case_559, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1708 sample 2", fn=case_560, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1732 sample 2", fn=case_560, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1721 sample 0", fn=case_561, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1745 sample 0", fn=case_561, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1721 sample 1", fn=case_562, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1745 sample 1", fn=case_562, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1721 sample 2", fn=case_563, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1745 sample 2", fn=case_563, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1721 sample 3", fn=case_564, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1745 sample 3", fn=case_564, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1721 sample 4", fn=case_565, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1745 sample 4", fn=case_565, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1744 sample 0", fn=case_566, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1768 sample 0", fn=case_566, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1744 sample 1", fn=case_567, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1768 sample 1", fn=case_567, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1744 sample 2", fn=case_568, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1768 sample 2", fn=case_568, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1744 sample 3", fn=case_569, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1768 sample 3", fn=case_569, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:1765 sample 0", fn=case_570, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:1789 sample 0", fn=case_570, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:1765 sample 1", fn=case_571, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:1789 sample 1", fn=case_571, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:1765 sample 2", fn=case_572, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:1789 sample 2", fn=case_572, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1778 sample 0", fn=case_573, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1802 sample 0", fn=case_573, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1778 sample 1", fn=case_574, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1802 sample 1", fn=case_574, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1778 sample 2", fn=case_575, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1802 sample 2", fn=case_575, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1778 sample 3", fn=case_576, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1802 sample 3", fn=case_576, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1778 sample 4", fn=case_577, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1802 sample 4", fn=case_577, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1797 sample 0", fn=case_578, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1821 sample 0", fn=case_578, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1797 sample 1", fn=case_579, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1821 sample 1", fn=case_579, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1797 sample 2", fn=case_580, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1821 sample 2", fn=case_580, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1797 sample 3", fn=case_581, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1821 sample 3", fn=case_581, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:1811 sample 0", fn=case_582, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:1835 sample 0", fn=case_582, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:1811 sample 1", fn=case_583, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:1835 sample 1", fn=case_583, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1838 sample 0", fn=case_584, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1862 sample 0", fn=case_584, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1838 sample 1", fn=case_585, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1862 sample 1", fn=case_585, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1838 sample 2", fn=case_586, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1862 sample 2", fn=case_586, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1838 sample 3", fn=case_587, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1862 sample 3", fn=case_587, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1850 sample 0", fn=case_588, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1874 sample 0", fn=case_588, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1850 sample 1", fn=case_589, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1874 sample 1", fn=case_589, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1850 sample 2", fn=case_590, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1874 sample 2", fn=case_590, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1850 sample 3", fn=case_591, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1874 sample 3", fn=case_591, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1863 sample 0", fn=case_592, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1887 sample 0", fn=case_592, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1863 sample 1", fn=case_593, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1887 sample 1", fn=case_593, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1863 sample 2", fn=case_594, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1887 sample 2", fn=case_594, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1863 sample 3", fn=case_595, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1887 sample 3", fn=case_595, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1863 sample 4", fn=case_596, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1887 sample 4", fn=case_596, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1878 sample 0", fn=case_597, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1902 sample 0", fn=case_597, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1878 sample 1", fn=case_598, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1902 sample 1", fn=case_598, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1878 sample 2", fn=case_599, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1902 sample 2", fn=case_599, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1878 sample 3", fn=case_600, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1902 sample 3", fn=case_600, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1878 sample 4", fn=case_601, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1902 sample 4", fn=case_601, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1892 sample 0", fn=case_602, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 0", fn=case_602, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1892 sample 1", fn=case_603, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 1", fn=case_603, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1892 sample 2", fn=case_604, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 2", fn=case_604, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1892 sample 3", fn=case_605, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 3", fn=case_605, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1892 sample 4", fn=case_606, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 4", fn=case_606, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1892 sample 5", fn=case_607, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1916 sample 5", fn=case_607, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1907 sample 0", fn=case_608, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:1931 sample 0", fn=case_608, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1907 sample 1", fn=case_609, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1931 sample 1", fn=case_609, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1907 sample 2", fn=case_610, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1931 sample 2", fn=case_610, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1907 sample 3", fn=case_611, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:1931 sample 3", fn=case_611, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1907 sample 4", fn=case_612, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1931 sample 4", fn=case_612, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 0 result values", fn=case_613, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 0 result values", fn=case_613, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 0 result indices", fn=case_614, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 0 result indices", fn=case_614, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 1 result values", fn=case_615, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 1 result values", fn=case_615, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 1 result indices", fn=case_616, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 1 result indices", fn=case_616, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 2 result values", fn=case_617, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 2 result values", fn=case_617, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 2 result indices", fn=case_618, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 2 result indices", fn=case_618, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 3 result values", fn=case_619, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 3 result values", fn=case_619, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 3 result indices", fn=case_620, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 3 result indices", fn=case_620, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 4 result values", fn=case_621, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 4 result values", fn=case_621, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1922 sample 4 result indices", fn=case_622, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1946 sample 4 result indices", fn=case_622, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1938 sample 0 result values", fn=case_623, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1962 sample 0 result values", fn=case_623, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1938 sample 0 result indices", fn=case_624, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1962 sample 0 result indices", fn=case_624, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1938 sample 1 result values", fn=case_625, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1962 sample 1 result values", fn=case_625, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1938 sample 1 result indices", fn=case_626, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:1962 sample 1 result indices", fn=case_626, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 0 result values", fn=case_627, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 0 result values", fn=case_627, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 0 result indices", fn=case_628, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 0 result indices", fn=case_628, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 1 result values", fn=case_629, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 1 result values", fn=case_629, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 1 result indices", fn=case_630, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 1 result indices", fn=case_630, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 2 result values", fn=case_631, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 2 result values", fn=case_631, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 2 result indices", fn=case_632, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 2 result indices", fn=case_632, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 3 result values", fn=case_633, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 3 result values", fn=case_633, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 3 result indices", fn=case_634, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 3 result indices", fn=case_634, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 4 result values", fn=case_635, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 4 result values", fn=case_635, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1952 sample 4 result indices", fn=case_636, tensors=["self"],
+    dict(op="topk", where="ops.yaml:1976 sample 4 result indices", fn=case_636, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:1974 sample 0", fn=case_637, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 0", fn=case_637, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:1974 sample 1", fn=case_638, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 1", fn=case_638, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:1974 sample 2", fn=case_639, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 2", fn=case_639, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:1974 sample 3", fn=case_640, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:1998 sample 3", fn=case_640, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 0", fn=case_641, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 0", fn=case_641, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 1", fn=case_642, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 1", fn=case_642, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 2", fn=case_643, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 2", fn=case_643, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:1993 sample 3", fn=case_644, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2017 sample 3", fn=case_644, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2008 sample 0", fn=case_645, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2032 sample 0", fn=case_645, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2008 sample 1", fn=case_646, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2032 sample 1", fn=case_646, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2021 sample 0", fn=case_647, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2045 sample 0", fn=case_647, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2068 sample 0", fn=case_648, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 0", fn=case_648, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2068 sample 1", fn=case_649, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 1", fn=case_649, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2068 sample 2", fn=case_650, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 2", fn=case_650, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2068 sample 3", fn=case_651, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 3", fn=case_651, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2068 sample 4", fn=case_652, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 4", fn=case_652, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2068 sample 5", fn=case_653, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2092 sample 5", fn=case_653, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2090 sample 0", fn=case_654, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2114 sample 0", fn=case_654, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2090 sample 1", fn=case_655, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2114 sample 1", fn=case_655, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2090 sample 2", fn=case_656, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2114 sample 2", fn=case_656, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2110 sample 0", fn=case_657, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2134 sample 0", fn=case_657, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2110 sample 1", fn=case_658, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2134 sample 1", fn=case_658, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2110 sample 2", fn=case_659, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2134 sample 2", fn=case_659, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2129 sample 0", fn=case_660, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2153 sample 0", fn=case_660, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 0", fn=case_661, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 0", fn=case_661, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 1", fn=case_662, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 1", fn=case_662, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 2", fn=case_663, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 2", fn=case_663, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2147 sample 3", fn=case_664, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2171 sample 3", fn=case_664, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2163 sample 0", fn=case_665, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2187 sample 0", fn=case_665, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2163 sample 1", fn=case_666, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2187 sample 1", fn=case_666, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2176 sample 0", fn=case_667, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2200 sample 0", fn=case_667, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2176 sample 1", fn=case_668, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2200 sample 1", fn=case_668, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2190 sample 0", fn=case_669, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2214 sample 0", fn=case_669, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2190 sample 1", fn=case_670, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2214 sample 1", fn=case_670, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 0 result values", fn=case_671, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 0 result values", fn=case_671, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 0 result indices", fn=case_672, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 0 result indices", fn=case_672, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 1 result values", fn=case_673, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 1 result values", fn=case_673, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 1 result indices", fn=case_674, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 1 result indices", fn=case_674, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 2 result values", fn=case_675, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 2 result values", fn=case_675, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 2 result indices", fn=case_676, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 2 result indices", fn=case_676, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 3 result values", fn=case_677, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 3 result values", fn=case_677, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2208 sample 3 result indices", fn=case_678, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2232 sample 3 result indices", fn=case_678, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2226 sample 0", fn=case_679, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2250 sample 0", fn=case_679, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2226 sample 1", fn=case_680, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2250 sample 1", fn=case_680, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2226 sample 2", fn=case_681, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2250 sample 2", fn=case_681, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2249 sample 0", fn=case_682, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2273 sample 0", fn=case_682, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2249 sample 1", fn=case_683, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2273 sample 1", fn=case_683, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2249 sample 2", fn=case_684, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2273 sample 2", fn=case_684, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2249 sample 3", fn=case_685, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2273 sample 3", fn=case_685, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2249 sample 4", fn=case_686, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2273 sample 4", fn=case_686, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2267 sample 0", fn=case_687, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2291 sample 0", fn=case_687, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2267 sample 1", fn=case_688, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2291 sample 1", fn=case_688, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2267 sample 2", fn=case_689, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2291 sample 2", fn=case_689, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2267 sample 3", fn=case_690, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2291 sample 3", fn=case_690, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2267 sample 4", fn=case_691, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2291 sample 4", fn=case_691, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2285 sample 0", fn=case_692, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2309 sample 0", fn=case_692, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2285 sample 1", fn=case_693, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2309 sample 1", fn=case_693, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2285 sample 2", fn=case_694, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2309 sample 2", fn=case_694, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2302 sample 0", fn=case_695, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2326 sample 0", fn=case_695, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2302 sample 1", fn=case_696, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2326 sample 1", fn=case_696, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2302 sample 2", fn=case_697, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2326 sample 2", fn=case_697, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2341 sample 0", fn=case_698, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2365 sample 0", fn=case_698, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2341 sample 1", fn=case_699, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2365 sample 1", fn=case_699, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2341 sample 2", fn=case_700, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2365 sample 2", fn=case_700, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2341 sample 3", fn=case_701, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2365 sample 3", fn=case_701, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2341 sample 4", fn=case_702, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2365 sample 4", fn=case_702, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2355 sample 0", fn=case_703, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2379 sample 0", fn=case_703, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2355 sample 1", fn=case_704, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2379 sample 1", fn=case_704, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2355 sample 2", fn=case_705, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2379 sample 2", fn=case_705, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2355 sample 3", fn=case_706, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2379 sample 3", fn=case_706, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2355 sample 4", fn=case_707, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2379 sample 4", fn=case_707, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2370 sample 0", fn=case_708, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2394 sample 0", fn=case_708, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2370 sample 1", fn=case_709, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2394 sample 1", fn=case_709, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2370 sample 2", fn=case_710, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2394 sample 2", fn=case_710, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2370 sample 3", fn=case_711, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2394 sample 3", fn=case_711, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2370 sample 4", fn=case_712, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2394 sample 4", fn=case_712, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 0", fn=case_713, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2409 sample 0", fn=case_713, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 1", fn=case_714, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2409 sample 1", fn=case_714, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 2", fn=case_715, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2409 sample 2", fn=case_715, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 3", fn=case_716, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2409 sample 3", fn=case_716, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 4", fn=case_717, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2409 sample 4", fn=case_717, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2385 sample 5", fn=case_718, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2409 sample 5", fn=case_718, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2401 sample 0", fn=case_719, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2425 sample 0", fn=case_719, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2401 sample 1", fn=case_720, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2425 sample 1", fn=case_720, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2401 sample 2", fn=case_721, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2425 sample 2", fn=case_721, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2401 sample 3", fn=case_722, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2425 sample 3", fn=case_722, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2401 sample 4", fn=case_723, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2425 sample 4", fn=case_723, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 0", fn=case_724, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2441 sample 0", fn=case_724, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 1", fn=case_725, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2441 sample 1", fn=case_725, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 2", fn=case_726, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2441 sample 2", fn=case_726, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 3", fn=case_727, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2441 sample 3", fn=case_727, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 4", fn=case_728, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2441 sample 4", fn=case_728, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2417 sample 5", fn=case_729, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2441 sample 5", fn=case_729, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 0", fn=case_730, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2457 sample 0", fn=case_730, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 1", fn=case_731, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2457 sample 1", fn=case_731, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 2", fn=case_732, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2457 sample 2", fn=case_732, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 3", fn=case_733, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2457 sample 3", fn=case_733, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 4", fn=case_734, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2457 sample 4", fn=case_734, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2433 sample 5", fn=case_735, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2457 sample 5", fn=case_735, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2456 sample 0", fn=case_736, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2480 sample 0", fn=case_736, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2456 sample 1", fn=case_737, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2480 sample 1", fn=case_737, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2456 sample 2", fn=case_738, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2480 sample 2", fn=case_738, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2456 sample 3", fn=case_739, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2480 sample 3", fn=case_739, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2456 sample 4", fn=case_740, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2480 sample 4", fn=case_740, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2456 sample 5", fn=case_741, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2480 sample 5", fn=case_741, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 0", fn=case_742, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 0", fn=case_742, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 1", fn=case_743, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 1", fn=case_743, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 2", fn=case_744, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 2", fn=case_744, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 3", fn=case_745, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 3", fn=case_745, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 4", fn=case_746, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 4", fn=case_746, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 5", fn=case_747, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 5", fn=case_747, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 6", fn=case_748, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 6", fn=case_748, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 7", fn=case_749, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 7", fn=case_749, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 8", fn=case_750, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 8", fn=case_750, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 9", fn=case_751, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 9", fn=case_751, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 10", fn=case_752, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 10", fn=case_752, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2479 sample 11", fn=case_753, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2503 sample 11", fn=case_753, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 0", fn=case_754, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2528 sample 0", fn=case_754, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 1", fn=case_755, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2528 sample 1", fn=case_755, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 2", fn=case_756, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2528 sample 2", fn=case_756, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 3", fn=case_757, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2528 sample 3", fn=case_757, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2504 sample 4", fn=case_758, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2528 sample 4", fn=case_758, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:2530 sample 0", fn=case_759, tensors=[],
+    dict(op="empty", where="ops.yaml:2554 sample 0", fn=case_759, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2530 sample 1", fn=case_760, tensors=[],
+    dict(op="empty", where="ops.yaml:2554 sample 1", fn=case_760, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2530 sample 2", fn=case_761, tensors=[],
+    dict(op="empty", where="ops.yaml:2554 sample 2", fn=case_761, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:2537 sample 0", fn=case_762, tensors=[],
+    dict(op="zeros", where="ops.yaml:2561 sample 0", fn=case_762, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:2545 sample 0", fn=case_763, tensors=[],
+    dict(op="ones", where="ops.yaml:2569 sample 0", fn=case_763, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2560 sample 0", fn=case_764, tensors=[],
+    dict(op="full", where="ops.yaml:2584 sample 0", fn=case_764, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2560 sample 1", fn=case_765, tensors=[],
+    dict(op="full", where="ops.yaml:2584 sample 1", fn=case_765, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2560 sample 2", fn=case_766, tensors=[],
+    dict(op="full", where="ops.yaml:2584 sample 2", fn=case_766, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2571 sample 0", fn=case_767, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2595 sample 0", fn=case_767, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2571 sample 1", fn=case_768, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2595 sample 1", fn=case_768, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2571 sample 2", fn=case_769, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2595 sample 2", fn=case_769, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2591 sample 0", fn=case_770, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2615 sample 0", fn=case_770, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2591 sample 1", fn=case_771, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2615 sample 1", fn=case_771, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2591 sample 2", fn=case_772, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2615 sample 2", fn=case_772, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2591 sample 3", fn=case_773, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2615 sample 3", fn=case_773, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2603 sample 0", fn=case_774, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2627 sample 0", fn=case_774, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2603 sample 1", fn=case_775, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2627 sample 1", fn=case_775, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2603 sample 2", fn=case_776, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2627 sample 2", fn=case_776, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:2608 sample 0", fn=case_777, tensors=[],
+    dict(op="arange", where="ops.yaml:2632 sample 0", fn=case_777, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2623 sample 0", fn=case_778, tensors=[],
+    dict(op="linspace", where="ops.yaml:2647 sample 0", fn=case_778, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2623 sample 1", fn=case_779, tensors=[],
+    dict(op="linspace", where="ops.yaml:2647 sample 1", fn=case_779, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2623 sample 2", fn=case_780, tensors=[],
+    dict(op="linspace", where="ops.yaml:2647 sample 2", fn=case_780, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2635 sample 0", fn=case_781, tensors=[],
+    dict(op="eye", where="ops.yaml:2659 sample 0", fn=case_781, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2635 sample 1", fn=case_782, tensors=[],
+    dict(op="eye", where="ops.yaml:2659 sample 1", fn=case_782, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2646 sample 0", fn=case_783, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2670 sample 0", fn=case_783, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2646 sample 1", fn=case_784, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2670 sample 1", fn=case_784, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2650 sample 0", fn=case_785, tensors=[],
+    dict(op="rand", where="ops.yaml:2674 sample 0", fn=case_785, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2661 sample 0", fn=case_786, tensors=[],
+    dict(op="randn", where="ops.yaml:2685 sample 0", fn=case_786, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2678 sample 0", fn=case_787, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2702 sample 0", fn=case_787, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2678 sample 1", fn=case_788, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2702 sample 1", fn=case_788, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2688 sample 0", fn=case_789, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2712 sample 0", fn=case_789, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2688 sample 1", fn=case_790, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2712 sample 1", fn=case_790, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:2699 sample 0", fn=case_791, tensors=[],
+    dict(op="randint", where="ops.yaml:2723 sample 0", fn=case_791, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:2699 sample 1", fn=case_792, tensors=[],
+    dict(op="randint", where="ops.yaml:2723 sample 1", fn=case_792, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:2710 sample 0", fn=case_793, tensors=[],
+    dict(op="randint.low", where="ops.yaml:2734 sample 0", fn=case_793, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2720 sample 0", fn=case_794, tensors=[],
+    dict(op="randperm", where="ops.yaml:2744 sample 0", fn=case_794, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2720 sample 1", fn=case_795, tensors=[],
+    dict(op="randperm", where="ops.yaml:2744 sample 1", fn=case_795, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2737 sample 0", fn=case_796, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2761 sample 0", fn=case_796, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2737 sample 1", fn=case_797, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2761 sample 1", fn=case_797, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2737 sample 2", fn=case_798, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2761 sample 2", fn=case_798, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2748 sample 0", fn=case_799, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2772 sample 0", fn=case_799, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2748 sample 1", fn=case_800, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2772 sample 1", fn=case_800, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2748 sample 2", fn=case_801, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2772 sample 2", fn=case_801, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2760 sample 0", fn=case_802, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2784 sample 0", fn=case_802, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2760 sample 1", fn=case_803, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2784 sample 1", fn=case_803, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2760 sample 2", fn=case_804, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2784 sample 2", fn=case_804, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:2773 sample 0", fn=case_805, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2797 sample 0", fn=case_805, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:2773 sample 1", fn=case_806, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2797 sample 1", fn=case_806, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
