@@ -174,7 +174,7 @@ test-examples: $(EXAMPLES)
 test-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
-	  test-unit
+	  test-unit test-diff
 
 # ---- benchmarks (never part of test)
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
