@@ -3,7 +3,8 @@
 #
 #   make            library (static + shared), yaten.pc, examples
 #   make demo       the main job (see README)
-#   make test       everything CI checks: generated/ up to date, codegen tests, C tests, ASan+UBSan
+#   make test       everything CI checks: generated/ up to date, codegen tests, C tests, differential
+#                   tests against PyTorch, examples, and the C and differential tests under ASan+UBSan
 #   make bench      benchmarks (never part of test)
 #   make install PREFIX=/usr/local DESTDIR=
 
