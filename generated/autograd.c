@@ -4578,6 +4578,211 @@ yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim)
     return status;
 }
 
+/* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:372:
+ *   self: logsumexp_backward(grad, self, result, dim, keepdim)
+ */
+typedef struct logsumexp_node {
+    yt_node base;    /* must be first */
+    yt_saved self;   /* used by: self */
+    yt_saved result; /* used by: self */
+    yt_int_list dim; /* used by: self */
+    bool keepdim;    /* used by: self */
+} logsumexp_node;
+
+static yt_status
+logsumexp_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    logsumexp_node *node = (logsumexp_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_logsumexp_backward(grads[0], self, result, node->dim.v, node->dim.len,
+                                       node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+logsumexp_release_saved(yt_node *node_)
+{
+    logsumexp_node *node = (logsumexp_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind logsumexp_node_kind = {
+    .name = "LogsumexpBackward",
+    .op_name = "logsumexp",
+    .size = sizeof(logsumexp_node),
+    .backward = logsumexp_backward,
+    .release_saved = logsumexp_release_saved,
+};
+
+yt_status
+yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+                     bool keepdim)
+{
+    logsumexp_node *node = (logsumexp_node *)yt__node_new(&logsumexp_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:375:
+ *   self: var_backward(grad, self, dim, correction, keepdim)
+ */
+typedef struct var_node {
+    yt_node base;       /* must be first */
+    yt_saved self;      /* used by: self */
+    yt_int_list dim;    /* used by: self */
+    int64_t correction; /* used by: self */
+    bool keepdim;       /* used by: self */
+} var_node;
+
+static yt_status
+var_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    var_node *node = (var_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        out[0] = yt_var_backward(grads[0], self, node->dim.v, node->dim.len, node->correction,
+                                 node->keepdim);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+var_release_saved(yt_node *node_)
+{
+    var_node *node = (var_node *)node_;
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind var_node_kind = {
+    .name = "VarBackward",
+    .op_name = "var",
+    .size = sizeof(var_node),
+    .backward = var_backward,
+    .release_saved = var_release_saved,
+};
+
+yt_status
+yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+               int64_t correction, bool keepdim)
+{
+    var_node *node = (var_node *)yt__node_new(&var_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->correction = correction;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
+ * backward, from derivatives.yaml:378:
+ *   self: std_backward(grad, self, result, dim, correction, keepdim)
+ */
+typedef struct std_node {
+    yt_node base;       /* must be first */
+    yt_saved self;      /* used by: self */
+    yt_saved result;    /* used by: self */
+    yt_int_list dim;    /* used by: self */
+    int64_t correction; /* used by: self */
+    bool keepdim;       /* used by: self */
+} std_node;
+
+static yt_status
+std_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    std_node *node = (std_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *result = yt__saved_unpack(&node->result, &node->base, "result");
+        out[0] = yt_std_backward(grads[0], self, result, node->dim.v, node->dim.len,
+                                 node->correction, node->keepdim);
+        yt_release(result);
+        yt_release(self);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+std_release_saved(yt_node *node_)
+{
+    std_node *node = (std_node *)node_;
+    yt__saved_release(&node->self);
+    yt__saved_release(&node->result);
+}
+
+static const yt_node_kind std_node_kind = {
+    .name = "StdBackward",
+    .op_name = "std",
+    .size = sizeof(std_node),
+    .backward = std_backward,
+    .release_saved = std_release_saved,
+};
+
+yt_status
+yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim, int dim_len,
+               int64_t correction, bool keepdim)
+{
+    std_node *node = (std_node *)yt__node_new(&std_node_kind, 1, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->result, result, true, 0);
+    node->dim.len = dim_len;
+    for (int i = 0; i < dim_len; i++)
+        node->dim.v[i] = dim[i];
+    node->correction = correction;
+    node->keepdim = keepdim;
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * backward, from derivatives.yaml:369:
  *   self: norm_backward(grad, self, ord, result, dim, keepdim)
@@ -4724,7 +4929,7 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * backward, from derivatives.yaml:375:
+ * backward, from derivatives.yaml:384:
  *   self: bmm(grad, mat2.transpose(1, 2))
  *   mat2: bmm(self.transpose(1, 2), grad)
  */
@@ -4797,7 +5002,7 @@ yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:379:
+ * backward, from derivatives.yaml:388:
  *   self: sum_to(grad, self.shape) * beta
  *   mat1: mm_mat1_backward(grad, mat2, mat1, alpha)
  *   mat2: mm_mat2_backward(grad, mat1, mat2, alpha)
@@ -4887,7 +5092,7 @@ yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor 
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:384:
+ * backward, from derivatives.yaml:393:
  *   self: sum_to(grad, self.shape) * beta
  *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
  *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
@@ -5508,7 +5713,7 @@ yt__record_select(yt_tensor *result, yt_tensor *self, int64_t dim, int64_t index
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * backward, from derivatives.yaml:392:
+ * backward, from derivatives.yaml:401:
  *   self: flip(grad, dims)
  */
 typedef struct flip_node {
@@ -5561,7 +5766,7 @@ yt__record_flip(yt_tensor *result, yt_tensor *self, const int64_t *dims, int dim
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * backward, from derivatives.yaml:395:
+ * backward, from derivatives.yaml:404:
  *   self: roll_backward(grad, shifts, dims)
  */
 typedef struct roll_node {
@@ -5620,7 +5825,7 @@ yt__record_roll(yt_tensor *result, yt_tensor *self, const int64_t *shifts, int s
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:398:
+ * backward, from derivatives.yaml:407:
  *   self: tril(grad, diagonal)
  */
 typedef struct tril_node {
@@ -5671,7 +5876,7 @@ yt__record_tril(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * backward, from derivatives.yaml:401:
+ * backward, from derivatives.yaml:410:
  *   self: triu(grad, diagonal)
  */
 typedef struct triu_node {
@@ -5722,7 +5927,7 @@ yt__record_triu(yt_tensor *result, yt_tensor *self, int64_t diagonal)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * backward, from derivatives.yaml:404:
+ * backward, from derivatives.yaml:413:
  *   tensors: cat_backward(grad, dim, tensors)
  */
 typedef struct cat_node {
@@ -5789,7 +5994,7 @@ yt__record_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, in
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * backward, from derivatives.yaml:410:
+ * backward, from derivatives.yaml:419:
  *   self: index_select_backward(grad, self.shape, dim, index)
  */
 typedef struct index_select_node {
@@ -5849,7 +6054,7 @@ yt__record_index_select(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * backward, from derivatives.yaml:413:
+ * backward, from derivatives.yaml:422:
  *   self: grad
  *   source: reshape(index_select(grad, dim, index) * alpha, source.shape)
  */
@@ -5923,7 +6128,7 @@ yt__record_index_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor 
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * backward, from derivatives.yaml:417:
+ * backward, from derivatives.yaml:426:
  *   self: index_copy(grad, dim, index, zeros_like(source))
  *   source: reshape(index_select(grad, dim, index), source.shape)
  */
@@ -6003,7 +6208,7 @@ yt__record_index_copy(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * backward, from derivatives.yaml:421:
+ * backward, from derivatives.yaml:430:
  *   self: gather_backward(grad, self.shape, dim, index)
  */
 typedef struct gather_node {
@@ -6063,7 +6268,7 @@ yt__record_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:424:
+ * backward, from derivatives.yaml:433:
  *   self: scatter(grad, dim, index, 0)
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -6134,7 +6339,7 @@ yt__record_scatter(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *i
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * backward, from derivatives.yaml:428:
+ * backward, from derivatives.yaml:437:
  *   self: scatter(grad, dim, index, 0)
  */
 typedef struct scatter_value_node {
@@ -6191,7 +6396,7 @@ yt__record_scatter_value(yt_tensor *result, yt_tensor *self, int64_t dim, yt_ten
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * backward, from derivatives.yaml:431:
+ * backward, from derivatives.yaml:440:
  *   self: grad
  *   src: scatter_src_backward(grad, src.shape, dim, index)
  */
@@ -6260,7 +6465,7 @@ yt__record_scatter_add(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tenso
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * backward, from derivatives.yaml:435:
+ * backward, from derivatives.yaml:444:
  *   weight: embedding_weight_backward(grad, indices, weight.shape, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_node {
@@ -6324,7 +6529,7 @@ yt__record_embedding(yt_tensor *result, yt_tensor *weight, yt_tensor *indices, i
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * backward, from derivatives.yaml:438:
+ * backward, from derivatives.yaml:447:
  *   grad_output: embedding_dense_double_backward(grad, indices, padding_idx, scale_grad_by_freq)
  */
 typedef struct embedding_dense_backward_node {
@@ -6386,7 +6591,7 @@ yt__record_embedding_dense_backward(yt_tensor *result, yt_tensor *grad_output, y
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:444:
+ * backward, from derivatives.yaml:453:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_node {
@@ -6446,7 +6651,7 @@ yt__record_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:448:
+ * backward, from derivatives.yaml:457:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct sort_stable_node {
@@ -6506,7 +6711,7 @@ yt__record_sort_stable(yt_tensor *values, yt_tensor *indices, yt_tensor *self, i
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:452:
+ * backward, from derivatives.yaml:461:
  *   self: gather_backward(grad_values, self.shape, dim, indices)
  */
 typedef struct topk_node {
@@ -6566,7 +6771,7 @@ yt__record_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t 
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * backward, from derivatives.yaml:459:
+ * backward, from derivatives.yaml:468:
  *   self: avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  */
 typedef struct avg_pool2d_node {
@@ -6645,7 +6850,7 @@ yt__record_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t *kernel_
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:462:
+ * backward, from derivatives.yaml:471:
  *   self: adaptive_avg_pool2d_backward(grad, self, output_size)
  */
 typedef struct adaptive_avg_pool2d_node {
@@ -6707,7 +6912,7 @@ yt__record_adaptive_avg_pool2d(yt_tensor *result, yt_tensor *self, const int64_t
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * backward, from derivatives.yaml:465:
+ * backward, from derivatives.yaml:474:
  *   grad_output: avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -6795,7 +7000,7 @@ yt__record_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_output, yt_ten
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * backward, from derivatives.yaml:469:
+ * backward, from derivatives.yaml:478:
  *   grad_output: adaptive_avg_pool2d(grad, output_size)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -6863,7 +7068,7 @@ yt__record_adaptive_avg_pool2d_backward(yt_tensor *result, yt_tensor *grad_outpu
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:473:
+ * backward, from derivatives.yaml:482:
  *   grad_output: max_pool2d_index_gather(grad, indices)
  *   self: zeros(self.shape, dtype=self.dtype)
  */
@@ -6934,7 +7139,7 @@ yt__record_max_pool2d_with_indices_backward(yt_tensor *result, yt_tensor *grad_o
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:477:
+ * backward, from derivatives.yaml:486:
  *   self: max_pool2d_index_scatter(grad, self.shape, indices)
  */
 typedef struct max_pool2d_index_gather_node {
@@ -6993,7 +7198,7 @@ yt__record_max_pool2d_index_gather(yt_tensor *result, yt_tensor *self, yt_tensor
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * backward, from derivatives.yaml:480:
+ * backward, from derivatives.yaml:489:
  *   grad: max_pool2d_index_gather(grad, indices)
  */
 typedef struct max_pool2d_index_scatter_node {
@@ -7049,7 +7254,7 @@ yt__record_max_pool2d_index_scatter(yt_tensor *result, yt_tensor *grad, yt_tenso
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * backward, from derivatives.yaml:483:
+ * backward, from derivatives.yaml:492:
  *   input: conv2d_backward_input(grad, weight, input.shape, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad, input, weight.shape, stride, padding, dilation, groups)
  *   bias: conv2d_backward_bias(grad)
@@ -7152,7 +7357,7 @@ yt__record_conv2d(yt_tensor *result, yt_tensor *input, yt_tensor *weight, yt_ten
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:488:
+ * backward, from derivatives.yaml:497:
  *   grad_output: conv2d(grad, weight, None, stride, padding, dilation, groups)
  *   weight: conv2d_backward_weight(grad_output, grad, weight.shape, stride, padding, dilation, groups)
  */
@@ -7246,7 +7451,7 @@ yt__record_conv2d_backward_input(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * backward, from derivatives.yaml:492:
+ * backward, from derivatives.yaml:501:
  *   grad_output: conv2d(input, grad, None, stride, padding, dilation, groups)
  *   input: conv2d_backward_input(grad_output, grad, input.shape, stride, padding, dilation, groups)
  */
@@ -7340,7 +7545,7 @@ yt__record_conv2d_backward_weight(yt_tensor *result, yt_tensor *grad_output, yt_
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * backward, from derivatives.yaml:496:
+ * backward, from derivatives.yaml:505:
  *   self: max_pool2d_with_indices_backward(grad_values, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
  */
 typedef struct max_pool2d_with_indices_node {
@@ -7427,7 +7632,7 @@ yt__record_max_pool2d_with_indices(yt_tensor *values, yt_tensor *indices, yt_ten
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:506:
+ * backward, from derivatives.yaml:515:
  *   self: softmax_backward_data(grad, result, dim)
  */
 typedef struct softmax_node {
@@ -7484,7 +7689,7 @@ yt__record_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * backward, from derivatives.yaml:509:
+ * backward, from derivatives.yaml:518:
  *   self: log_softmax_backward_data(grad, result, dim)
  */
 typedef struct log_softmax_node {
@@ -7541,7 +7746,7 @@ yt__record_log_softmax(yt_tensor *result, yt_tensor *self, int64_t dim)
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:512:
+ * backward, from derivatives.yaml:521:
  *   grad_output: softmax_backward_data(grad, output, dim)
  *   output: softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -7616,7 +7821,7 @@ yt__record_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_t
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * backward, from derivatives.yaml:516:
+ * backward, from derivatives.yaml:525:
  *   grad_output: log_softmax_backward_data_adjoint(grad, output, dim)
  *   output: log_softmax_double_backward(grad, grad_output, output, dim)
  */
@@ -7691,7 +7896,7 @@ yt__record_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, 
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * backward, from derivatives.yaml:523:
+ * backward, from derivatives.yaml:532:
  *   self: cross_entropy_index_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
  *   weight: zeros_like(weight)
  */

@@ -107,6 +107,12 @@ YT_INTERNAL yt_status yt__record_prod(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_prod_dim_int(yt_tensor *result, yt_tensor *self, int64_t dim,
                                               bool keepdim);
 YT_INTERNAL yt_status yt__record_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim);
+YT_INTERNAL yt_status yt__record_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                           int dim_len, bool keepdim);
+YT_INTERNAL yt_status yt__record_var(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                     int dim_len, int64_t correction, bool keepdim);
+YT_INTERNAL yt_status yt__record_std(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                     int dim_len, int64_t correction, bool keepdim);
 YT_INTERNAL yt_status yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self,
                                                     yt_scalar ord, const int64_t *dim, int dim_len,
                                                     bool keepdim);

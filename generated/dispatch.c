@@ -391,6 +391,18 @@ const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_cumsum,
 };
 
+const yt__logsumexp_kernel_fn yt__logsumexp_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_logsumexp,
+};
+
+const yt__var_kernel_fn yt__var_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_var_correction,
+};
+
+const yt__std_kernel_fn yt__std_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_std_correction,
+};
+
 const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_linalg_vector_norm,
 };

@@ -469,6 +469,24 @@ extern const yt__cumsum_kernel_fn yt__cumsum_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim,
                                      yt_dtype dtype);
 
+typedef yt_status (*yt__logsumexp_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                             int dim_len, bool keepdim);
+extern const yt__logsumexp_kernel_fn yt__logsumexp_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                        int dim_len, bool keepdim);
+
+typedef yt_status (*yt__var_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                       int dim_len, int64_t correction, bool keepdim);
+extern const yt__var_kernel_fn yt__var_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_var_correction(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                             int dim_len, int64_t correction, bool keepdim);
+
+typedef yt_status (*yt__std_kernel_fn)(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                       int dim_len, int64_t correction, bool keepdim);
+extern const yt__std_kernel_fn yt__std_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_std_correction(yt_tensor *result, yt_tensor *self, const int64_t *dim,
+                                             int dim_len, int64_t correction, bool keepdim);
+
 typedef yt_status (*yt__linalg_vector_norm_kernel_fn)(yt_tensor *result, yt_tensor *self,
                                                       yt_scalar ord, const int64_t *dim,
                                                       int dim_len, bool keepdim, yt_dtype dtype);
@@ -894,12 +912,6 @@ YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad
                                               int64_t dim, int64_t index);
 
 /* views (runtime/views.c) and composites (kernels/composite/) */
-YT_INTERNAL yt_tensor *yt__composite_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len,
-                                               bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_var(yt_tensor *self, const int64_t *dim, int dim_len,
-                                         int64_t correction, bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_std(yt_tensor *self, const int64_t *dim, int dim_len,
-                                         int64_t correction, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self,
                                                                 yt_tensor *value);
 YT_INTERNAL yt_tensor *yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self,
@@ -914,6 +926,15 @@ YT_INTERNAL yt_tensor *yt__composite_norm_backward(yt_tensor *grad, yt_tensor *s
 YT_INTERNAL yt_tensor *
 yt__composite_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                                  const int64_t *sizes, int sizes_len, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_logsumexp_backward(yt_tensor *grad, yt_tensor *self,
+                                                        yt_tensor *output, const int64_t *dim,
+                                                        int dim_len, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_var_backward(yt_tensor *grad, yt_tensor *self,
+                                                  const int64_t *dim, int dim_len,
+                                                  int64_t correction, bool keepdim);
+YT_INTERNAL yt_tensor *yt__composite_std_backward(yt_tensor *grad, yt_tensor *self,
+                                                  yt_tensor *output, const int64_t *dim,
+                                                  int dim_len, int64_t correction, bool keepdim);
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
 YT_INTERNAL yt_tensor *yt__composite_dot(yt_tensor *self, yt_tensor *tensor);
 YT_INTERNAL yt_tensor *yt__composite_outer(yt_tensor *self, yt_tensor *vec2);

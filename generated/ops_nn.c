@@ -12,7 +12,7 @@
 #endif
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2006; backward from derivatives.yaml:459 */
+ * from ops.yaml:2030; backward from derivatives.yaml:468 */
 yt_tensor *
 yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -21,7 +21,7 @@ yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2006; backward from derivatives.yaml:459 */
+ * from ops.yaml:2030; backward from derivatives.yaml:468 */
 yt_tensor *
 yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -87,7 +87,7 @@ yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2025; backward from derivatives.yaml:462 */
+ * from ops.yaml:2049; backward from derivatives.yaml:471 */
 yt_tensor *
 yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_size_len)
 {
@@ -141,7 +141,7 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2097; backward from derivatives.yaml:483 */
+ * from ops.yaml:2121; backward from derivatives.yaml:492 */
 yt_tensor *
 yt_conv2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -149,7 +149,7 @@ yt_conv2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2097; backward from derivatives.yaml:483 */
+ * from ops.yaml:2121; backward from derivatives.yaml:492 */
 yt_tensor *
 yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -232,7 +232,7 @@ yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2121 */
+ * from ops.yaml:2145 */
 yt_tensor *
 yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -240,7 +240,7 @@ yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2121 */
+ * from ops.yaml:2145 */
 yt_tensor *
 yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -302,7 +302,7 @@ yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2140 */
+ * from ops.yaml:2164 */
 yt_tensor *
 yt_conv1d(yt_tensor *input, yt_tensor *weight)
 {
@@ -310,7 +310,7 @@ yt_conv1d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2140 */
+ * from ops.yaml:2164 */
 yt_tensor *
 yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -372,7 +372,7 @@ yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2160 */
+ * from ops.yaml:2184 */
 yt_tensor *
 yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -380,7 +380,7 @@ yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2160 */
+ * from ops.yaml:2184 */
 yt_tensor *
 yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -442,7 +442,7 @@ yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2177 */
+ * from ops.yaml:2201 */
 yt_tensor *
 yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -450,7 +450,7 @@ yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2177 */
+ * from ops.yaml:2201 */
 yt_tensor *
 yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                        int stride_len, const int64_t *padding, int padding_len,
@@ -527,7 +527,7 @@ yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, con
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2239; backward from derivatives.yaml:496 */
+ * from ops.yaml:2263; backward from derivatives.yaml:505 */
 yt_status
 yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                            yt_tensor **values, yt_tensor **indices)
@@ -537,7 +537,7 @@ yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kern
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2239; backward from derivatives.yaml:496 */
+ * from ops.yaml:2263; backward from derivatives.yaml:505 */
 yt_status
 yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                               const int64_t *stride, int stride_len, const int64_t *padding,
@@ -626,7 +626,7 @@ yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int k
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2259 */
+ * from ops.yaml:2283 */
 yt_tensor *
 yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -634,7 +634,7 @@ yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2259 */
+ * from ops.yaml:2283 */
 yt_tensor *
 yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -681,7 +681,7 @@ yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2379 */
+ * from ops.yaml:2403 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -689,7 +689,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:2379 */
+ * from ops.yaml:2403 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {

@@ -2306,35 +2306,35 @@ def case_402(self):
 
 
 def case_403(self):
-    """logsumexp (ops.yaml:992 sample 0)"""
+    """logsumexp (ops.yaml:993 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_404(self):
-    """logsumexp (ops.yaml:992 sample 1)"""
+    """logsumexp (ops.yaml:993 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_405(self):
-    """logsumexp (ops.yaml:992 sample 2)"""
+    """logsumexp (ops.yaml:993 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_406(self):
-    """logsumexp (ops.yaml:992 sample 3)"""
+    """logsumexp (ops.yaml:993 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_407(self):
-    """var.correction (ops.yaml:1005 sample 0)"""
+    """var.correction (ops.yaml:1007 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2342,7 +2342,7 @@ def case_407(self):
 
 
 def case_408(self):
-    """var.correction (ops.yaml:1005 sample 1)"""
+    """var.correction (ops.yaml:1007 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2350,7 +2350,7 @@ def case_408(self):
 
 
 def case_409(self):
-    """var.correction (ops.yaml:1005 sample 2)"""
+    """var.correction (ops.yaml:1007 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2358,7 +2358,7 @@ def case_409(self):
 
 
 def case_410(self):
-    """var.correction (ops.yaml:1005 sample 3)"""
+    """var.correction (ops.yaml:1007 sample 3)"""
     dim = []
     correction = None
     keepdim = False
@@ -2366,7 +2366,7 @@ def case_410(self):
 
 
 def case_411(self):
-    """std.correction (ops.yaml:1019 sample 0)"""
+    """std.correction (ops.yaml:1022 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2374,7 +2374,7 @@ def case_411(self):
 
 
 def case_412(self):
-    """std.correction (ops.yaml:1019 sample 1)"""
+    """std.correction (ops.yaml:1022 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2382,7 +2382,7 @@ def case_412(self):
 
 
 def case_413(self):
-    """std.correction (ops.yaml:1019 sample 2)"""
+    """std.correction (ops.yaml:1022 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2390,7 +2390,7 @@ def case_413(self):
 
 
 def case_414(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 0)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2399,7 +2399,7 @@ def case_414(self):
 
 
 def case_415(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 1)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2408,7 +2408,7 @@ def case_415(self):
 
 
 def case_416(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 2)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2417,7 +2417,7 @@ def case_416(self):
 
 
 def case_417(self):
-    """linalg_vector_norm (ops.yaml:1037 sample 3)"""
+    """linalg_vector_norm (ops.yaml:1040 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2426,399 +2426,399 @@ def case_417(self):
 
 
 def case_418(self, mat2):
-    """mm (ops.yaml:1103 sample 0)"""
+    """mm (ops.yaml:1127 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_419(self, mat2):
-    """mm (ops.yaml:1103 sample 1)"""
+    """mm (ops.yaml:1127 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_420(self, mat2):
-    """mm (ops.yaml:1103 sample 2)"""
+    """mm (ops.yaml:1127 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_421(self, mat2):
-    """mm (ops.yaml:1103 sample 3)"""
+    """mm (ops.yaml:1127 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_422(self, other):
-    """matmul (ops.yaml:1121 sample 0)"""
+    """matmul (ops.yaml:1145 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_423(self, other):
-    """matmul (ops.yaml:1121 sample 1)"""
+    """matmul (ops.yaml:1145 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_424(self, other):
-    """matmul (ops.yaml:1121 sample 2)"""
+    """matmul (ops.yaml:1145 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_425(self, other):
-    """matmul (ops.yaml:1121 sample 3)"""
+    """matmul (ops.yaml:1145 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_426(self, other):
-    """matmul (ops.yaml:1121 sample 4)"""
+    """matmul (ops.yaml:1145 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_427(self, other):
-    """matmul (ops.yaml:1121 sample 5)"""
+    """matmul (ops.yaml:1145 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_428(self, other):
-    """matmul (ops.yaml:1121 sample 6)"""
+    """matmul (ops.yaml:1145 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_429(self, other):
-    """matmul (ops.yaml:1121 sample 7)"""
+    """matmul (ops.yaml:1145 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_430(self, other):
-    """matmul (ops.yaml:1121 sample 8)"""
+    """matmul (ops.yaml:1145 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_431(self, other):
-    """matmul (ops.yaml:1121 sample 9)"""
+    """matmul (ops.yaml:1145 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_432(self, other):
-    """matmul (ops.yaml:1121 sample 10)"""
+    """matmul (ops.yaml:1145 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_433(self, mat2):
-    """bmm (ops.yaml:1151 sample 0)"""
+    """bmm (ops.yaml:1175 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_434(self, mat2):
-    """bmm (ops.yaml:1151 sample 1)"""
+    """bmm (ops.yaml:1175 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_435(self, mat2):
-    """bmm (ops.yaml:1151 sample 2)"""
+    """bmm (ops.yaml:1175 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_436(self, mat2):
-    """bmm (ops.yaml:1151 sample 3)"""
+    """bmm (ops.yaml:1175 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_437(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 0)"""
+    """addmm (ops.yaml:1202 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_438(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 1)"""
+    """addmm (ops.yaml:1202 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_439(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 2)"""
+    """addmm (ops.yaml:1202 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_440(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 3)"""
+    """addmm (ops.yaml:1202 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_441(self, mat1, mat2):
-    """addmm (ops.yaml:1178 sample 4)"""
+    """addmm (ops.yaml:1202 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_442(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 0)"""
+    """baddbmm (ops.yaml:1234 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_443(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 1)"""
+    """baddbmm (ops.yaml:1234 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_444(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 2)"""
+    """baddbmm (ops.yaml:1234 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_445(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 3)"""
+    """baddbmm (ops.yaml:1234 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_446(self, batch1, batch2):
-    """baddbmm (ops.yaml:1210 sample 4)"""
+    """baddbmm (ops.yaml:1234 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_447(self, tensor):
-    """dot (ops.yaml:1231 sample 0)"""
+    """dot (ops.yaml:1255 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_448(self, tensor):
-    """dot (ops.yaml:1231 sample 1)"""
+    """dot (ops.yaml:1255 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_449(self, tensor):
-    """dot (ops.yaml:1231 sample 2)"""
+    """dot (ops.yaml:1255 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_450(self, vec2):
-    """outer (ops.yaml:1248 sample 0)"""
+    """outer (ops.yaml:1272 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_451(self, vec2):
-    """outer (ops.yaml:1248 sample 1)"""
+    """outer (ops.yaml:1272 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_452(self, vec2):
-    """outer (ops.yaml:1248 sample 2)"""
+    """outer (ops.yaml:1272 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_453(input, weight, bias):
-    """linear (ops.yaml:1267 sample 0)"""
+    """linear (ops.yaml:1291 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_454(input, weight, bias):
-    """linear (ops.yaml:1267 sample 1)"""
+    """linear (ops.yaml:1291 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_455(input, weight):
-    """linear (ops.yaml:1267 sample 2)"""
+    """linear (ops.yaml:1291 sample 2)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_456(input, weight, bias):
-    """linear (ops.yaml:1267 sample 3)"""
+    """linear (ops.yaml:1291 sample 3)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_457(input, weight, bias):
-    """linear (ops.yaml:1267 sample 4)"""
+    """linear (ops.yaml:1291 sample 4)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_458(input, weight, bias):
-    """linear (ops.yaml:1267 sample 5)"""
+    """linear (ops.yaml:1291 sample 5)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_459(input, weight):
-    """linear (ops.yaml:1267 sample 6)"""
+    """linear (ops.yaml:1291 sample 6)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_460(input, weight):
-    """linear (ops.yaml:1267 sample 7)"""
+    """linear (ops.yaml:1291 sample 7)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_461(input, weight):
-    """linear (ops.yaml:1267 sample 8)"""
+    """linear (ops.yaml:1291 sample 8)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_462(input, weight, bias):
-    """linear (ops.yaml:1267 sample 9)"""
+    """linear (ops.yaml:1291 sample 9)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_463(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1293 sample 0)"""
+    """mm_mat1_backward (ops.yaml:1317 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_464(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1293 sample 1)"""
+    """mm_mat1_backward (ops.yaml:1317 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_465(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1293 sample 2)"""
+    """mm_mat1_backward (ops.yaml:1317 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_466(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1293 sample 3)"""
+    """mm_mat1_backward (ops.yaml:1317 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_467(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1314 sample 0)"""
+    """mm_mat2_backward (ops.yaml:1338 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_468(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1314 sample 1)"""
+    """mm_mat2_backward (ops.yaml:1338 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_469(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1314 sample 2)"""
+    """mm_mat2_backward (ops.yaml:1338 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_470(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1314 sample 3)"""
+    """mm_mat2_backward (ops.yaml:1338 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_471(self):
-    """t (ops.yaml:1332 sample 0)"""
+    """t (ops.yaml:1356 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_472(self):
-    """t (ops.yaml:1332 sample 1)"""
+    """t (ops.yaml:1356 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_473(self):
-    """transpose (ops.yaml:1343 sample 0)"""
+    """transpose (ops.yaml:1367 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_474(self):
-    """transpose (ops.yaml:1343 sample 1)"""
+    """transpose (ops.yaml:1367 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_475(self):
-    """permute (ops.yaml:1357 sample 0)"""
+    """permute (ops.yaml:1381 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_476(self):
-    """view (ops.yaml:1366 sample 0)"""
+    """view (ops.yaml:1390 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_477(self):
-    """view (ops.yaml:1366 sample 1)"""
+    """view (ops.yaml:1390 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_478(self):
-    """reshape (ops.yaml:1376 sample 0)"""
+    """reshape (ops.yaml:1400 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_479(self):
-    """reshape (ops.yaml:1376 sample 1)"""
+    """reshape (ops.yaml:1400 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_480(self):
-    """expand (ops.yaml:1386 sample 0)"""
+    """expand (ops.yaml:1410 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_481(self):
-    """expand (ops.yaml:1386 sample 1)"""
+    """expand (ops.yaml:1410 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_482(self):
-    """squeeze (ops.yaml:1396 sample 0)"""
+    """squeeze (ops.yaml:1420 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_483(self):
-    """squeeze.dim (ops.yaml:1406 sample 0)"""
+    """squeeze.dim (ops.yaml:1430 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_484(self):
-    """squeeze.dim (ops.yaml:1406 sample 1)"""
+    """squeeze.dim (ops.yaml:1430 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_485(self):
-    """unsqueeze (ops.yaml:1417 sample 0)"""
+    """unsqueeze (ops.yaml:1441 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_486(self):
-    """unsqueeze (ops.yaml:1417 sample 1)"""
+    """unsqueeze (ops.yaml:1441 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_487(self):
-    """slice (ops.yaml:1431 sample 0)"""
+    """slice (ops.yaml:1455 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -2827,7 +2827,7 @@ def case_487(self):
 
 
 def case_488(self):
-    """slice (ops.yaml:1431 sample 1)"""
+    """slice (ops.yaml:1455 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -2836,113 +2836,113 @@ def case_488(self):
 
 
 def case_489(self):
-    """select (ops.yaml:1442 sample 0)"""
+    """select (ops.yaml:1466 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_490(self):
-    """select (ops.yaml:1442 sample 1)"""
+    """select (ops.yaml:1466 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_491(self):
-    """contiguous (ops.yaml:1452 sample 0)"""
+    """contiguous (ops.yaml:1476 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
 def case_492(self):
-    """flatten.using_ints (ops.yaml:1465 sample 0)"""
+    """flatten.using_ints (ops.yaml:1489 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_493(self):
-    """flatten.using_ints (ops.yaml:1465 sample 1)"""
+    """flatten.using_ints (ops.yaml:1489 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_494(self):
-    """flatten.using_ints (ops.yaml:1465 sample 2)"""
+    """flatten.using_ints (ops.yaml:1489 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_495(self):
-    """flatten.using_ints (ops.yaml:1465 sample 3)"""
+    """flatten.using_ints (ops.yaml:1489 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_496(self):
-    """flatten.using_ints (ops.yaml:1465 sample 4)"""
+    """flatten.using_ints (ops.yaml:1489 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_497(self):
-    """unflatten.int (ops.yaml:1484 sample 0)"""
+    """unflatten.int (ops.yaml:1508 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_498(self):
-    """unflatten.int (ops.yaml:1484 sample 1)"""
+    """unflatten.int (ops.yaml:1508 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_499(self):
-    """unflatten.int (ops.yaml:1484 sample 2)"""
+    """unflatten.int (ops.yaml:1508 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_500(self):
-    """unflatten.int (ops.yaml:1484 sample 3)"""
+    """unflatten.int (ops.yaml:1508 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_501(self):
-    """broadcast_to (ops.yaml:1496 sample 0)"""
+    """broadcast_to (ops.yaml:1520 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_502(self):
-    """broadcast_to (ops.yaml:1496 sample 1)"""
+    """broadcast_to (ops.yaml:1520 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_503(self):
-    """broadcast_to (ops.yaml:1496 sample 2)"""
+    """broadcast_to (ops.yaml:1520 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_504(self):
-    """broadcast_to (ops.yaml:1496 sample 3)"""
+    """broadcast_to (ops.yaml:1520 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_505(self):
-    """narrow (ops.yaml:1514 sample 0)"""
+    """narrow (ops.yaml:1538 sample 0)"""
     dim = 0
     start = 1
     length = 3
@@ -2950,7 +2950,7 @@ def case_505(self):
 
 
 def case_506(self):
-    """narrow (ops.yaml:1514 sample 1)"""
+    """narrow (ops.yaml:1538 sample 1)"""
     dim = 1
     start = -3
     length = 2
@@ -2958,7 +2958,7 @@ def case_506(self):
 
 
 def case_507(self):
-    """narrow (ops.yaml:1514 sample 2)"""
+    """narrow (ops.yaml:1538 sample 2)"""
     dim = 0
     start = 2
     length = 0
@@ -2966,7 +2966,7 @@ def case_507(self):
 
 
 def case_508(self):
-    """narrow (ops.yaml:1514 sample 3)"""
+    """narrow (ops.yaml:1538 sample 3)"""
     dim = 1
     start = 3
     length = 0
@@ -2974,168 +2974,168 @@ def case_508(self):
 
 
 def case_509(self):
-    """repeat (ops.yaml:1529 sample 0)"""
+    """repeat (ops.yaml:1553 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_510(self):
-    """repeat (ops.yaml:1529 sample 1)"""
+    """repeat (ops.yaml:1553 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_511(self):
-    """repeat (ops.yaml:1529 sample 2)"""
+    """repeat (ops.yaml:1553 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_512(self):
-    """repeat (ops.yaml:1529 sample 3)"""
+    """repeat (ops.yaml:1553 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_513(self):
-    """repeat (ops.yaml:1529 sample 4)"""
+    """repeat (ops.yaml:1553 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_514(self):
-    """repeat (ops.yaml:1529 sample 5)"""
+    """repeat (ops.yaml:1553 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_515(self):
-    """flip (ops.yaml:1544 sample 0)"""
+    """flip (ops.yaml:1568 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_516(self):
-    """flip (ops.yaml:1544 sample 1)"""
+    """flip (ops.yaml:1568 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_517(self):
-    """flip (ops.yaml:1544 sample 2)"""
+    """flip (ops.yaml:1568 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_518(self):
-    """flip (ops.yaml:1544 sample 3)"""
+    """flip (ops.yaml:1568 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_519(self):
-    """flip (ops.yaml:1544 sample 4)"""
+    """flip (ops.yaml:1568 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
 def case_520(self):
-    """roll (ops.yaml:1561 sample 0)"""
+    """roll (ops.yaml:1585 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_521(self):
-    """roll (ops.yaml:1561 sample 1)"""
+    """roll (ops.yaml:1585 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_522(self):
-    """roll (ops.yaml:1561 sample 2)"""
+    """roll (ops.yaml:1585 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_523(self):
-    """roll (ops.yaml:1561 sample 3)"""
+    """roll (ops.yaml:1585 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_524(self):
-    """roll (ops.yaml:1561 sample 4)"""
+    """roll (ops.yaml:1585 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_525(self):
-    """tril (ops.yaml:1585 sample 0)"""
+    """tril (ops.yaml:1609 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_526(self):
-    """tril (ops.yaml:1585 sample 1)"""
+    """tril (ops.yaml:1609 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_527(self):
-    """tril (ops.yaml:1585 sample 2)"""
+    """tril (ops.yaml:1609 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_528(self):
-    """tril (ops.yaml:1585 sample 3)"""
+    """tril (ops.yaml:1609 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_529(self):
-    """tril (ops.yaml:1585 sample 4)"""
+    """tril (ops.yaml:1609 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_530(self):
-    """triu (ops.yaml:1601 sample 0)"""
+    """triu (ops.yaml:1625 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_531(self):
-    """triu (ops.yaml:1601 sample 1)"""
+    """triu (ops.yaml:1625 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_532(self):
-    """triu (ops.yaml:1601 sample 2)"""
+    """triu (ops.yaml:1625 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_533(self):
-    """triu (ops.yaml:1601 sample 3)"""
+    """triu (ops.yaml:1625 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_534(self):
-    """triu (ops.yaml:1601 sample 4)"""
+    """triu (ops.yaml:1625 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_535(self):
-    """pad (ops.yaml:1615 sample 0)"""
+    """pad (ops.yaml:1639 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
@@ -3143,7 +3143,7 @@ def case_535(self):
 
 
 def case_536(self):
-    """pad (ops.yaml:1615 sample 1)"""
+    """pad (ops.yaml:1639 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
@@ -3151,7 +3151,7 @@ def case_536(self):
 
 
 def case_537(self):
-    """pad (ops.yaml:1615 sample 2)"""
+    """pad (ops.yaml:1639 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
@@ -3159,7 +3159,7 @@ def case_537(self):
 
 
 def case_538(self):
-    """pad (ops.yaml:1615 sample 3)"""
+    """pad (ops.yaml:1639 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
@@ -3167,7 +3167,7 @@ def case_538(self):
 
 
 def case_539(self):
-    """pad (ops.yaml:1615 sample 4)"""
+    """pad (ops.yaml:1639 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
@@ -3175,7 +3175,7 @@ def case_539(self):
 
 
 def case_540(self):
-    """pad (ops.yaml:1615 sample 5)"""
+    """pad (ops.yaml:1639 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
@@ -3183,7 +3183,7 @@ def case_540(self):
 
 
 def case_541(self):
-    """pad (ops.yaml:1615 sample 6)"""
+    """pad (ops.yaml:1639 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
@@ -3191,7 +3191,7 @@ def case_541(self):
 
 
 def case_542(self):
-    """pad (ops.yaml:1615 sample 7)"""
+    """pad (ops.yaml:1639 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
@@ -3199,356 +3199,356 @@ def case_542(self):
 
 
 def case_543(tensors_0, tensors_1):
-    """cat (ops.yaml:1635 sample 0)"""
+    """cat (ops.yaml:1659 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_544(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1635 sample 1)"""
+    """cat (ops.yaml:1659 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_545(tensors_0, tensors_1):
-    """cat (ops.yaml:1635 sample 2)"""
+    """cat (ops.yaml:1659 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_546(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1635 sample 3)"""
+    """cat (ops.yaml:1659 sample 3)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_547(tensors_0, tensors_1):
-    """cat (ops.yaml:1635 sample 4)"""
+    """cat (ops.yaml:1659 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_548(tensors_0, tensors_1):
-    """stack (ops.yaml:1656 sample 0)"""
+    """stack (ops.yaml:1680 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_549(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1656 sample 1)"""
+    """stack (ops.yaml:1680 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_550(tensors_0, tensors_1):
-    """stack (ops.yaml:1656 sample 2)"""
+    """stack (ops.yaml:1680 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_551(tensors_0, tensors_1):
-    """stack (ops.yaml:1656 sample 3)"""
+    """stack (ops.yaml:1680 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_552(tensors_0, tensors_1):
-    """stack (ops.yaml:1656 sample 4)"""
+    """stack (ops.yaml:1680 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_553(self):
-    """split.Tensor (ops.yaml:1670 sample 0)"""
+    """split.Tensor (ops.yaml:1694 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_554(self):
-    """split.Tensor (ops.yaml:1670 sample 1)"""
+    """split.Tensor (ops.yaml:1694 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_555(self):
-    """split.Tensor (ops.yaml:1670 sample 2)"""
+    """split.Tensor (ops.yaml:1694 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_556(self):
-    """split.Tensor (ops.yaml:1670 sample 3)"""
+    """split.Tensor (ops.yaml:1694 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_557(self):
-    """chunk (ops.yaml:1683 sample 0)"""
+    """chunk (ops.yaml:1707 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_558(self):
-    """chunk (ops.yaml:1683 sample 1)"""
+    """chunk (ops.yaml:1707 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_559(self):
-    """chunk (ops.yaml:1683 sample 2)"""
+    """chunk (ops.yaml:1707 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_560(self):
-    """chunk (ops.yaml:1683 sample 3)"""
+    """chunk (ops.yaml:1707 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_561(self):
-    """unbind.int (ops.yaml:1696 sample 0)"""
+    """unbind.int (ops.yaml:1720 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_562(self):
-    """unbind.int (ops.yaml:1696 sample 1)"""
+    """unbind.int (ops.yaml:1720 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_563(self):
-    """unbind.int (ops.yaml:1696 sample 2)"""
+    """unbind.int (ops.yaml:1720 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_564(self):
-    """unbind.int (ops.yaml:1696 sample 3)"""
+    """unbind.int (ops.yaml:1720 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_565(self, index):
-    """index_select (ops.yaml:1713 sample 0)"""
+    """index_select (ops.yaml:1737 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_566(self, index):
-    """index_select (ops.yaml:1713 sample 1)"""
+    """index_select (ops.yaml:1737 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_567(self, index):
-    """index_select (ops.yaml:1713 sample 2)"""
+    """index_select (ops.yaml:1737 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_568(self, index):
-    """index_select (ops.yaml:1713 sample 3)"""
+    """index_select (ops.yaml:1737 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_569(self, index):
-    """index_select (ops.yaml:1713 sample 4)"""
+    """index_select (ops.yaml:1737 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_570(self, index):
-    """index_select (ops.yaml:1713 sample 5)"""
+    """index_select (ops.yaml:1737 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_571(self, index, source):
-    """index_add (ops.yaml:1737 sample 0)"""
+    """index_add (ops.yaml:1761 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_572(self, index, source):
-    """index_add (ops.yaml:1737 sample 1)"""
+    """index_add (ops.yaml:1761 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_573(self, index, source):
-    """index_add (ops.yaml:1737 sample 2)"""
+    """index_add (ops.yaml:1761 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_574(self, index, source):
-    """index_add (ops.yaml:1737 sample 3)"""
+    """index_add (ops.yaml:1761 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_575(self, index, source):
-    """index_add (ops.yaml:1737 sample 4)"""
+    """index_add (ops.yaml:1761 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_576(self, index, source):
-    """index_copy (ops.yaml:1752 sample 0)"""
+    """index_copy (ops.yaml:1776 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_577(self, index, source):
-    """index_copy (ops.yaml:1752 sample 1)"""
+    """index_copy (ops.yaml:1776 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_578(self, index, source):
-    """index_copy (ops.yaml:1752 sample 2)"""
+    """index_copy (ops.yaml:1776 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_579(self, index):
-    """gather (ops.yaml:1765 sample 0)"""
+    """gather (ops.yaml:1789 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_580(self, index):
-    """gather (ops.yaml:1765 sample 1)"""
+    """gather (ops.yaml:1789 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_581(self, index):
-    """gather (ops.yaml:1765 sample 2)"""
+    """gather (ops.yaml:1789 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_582(self, index):
-    """gather (ops.yaml:1765 sample 3)"""
+    """gather (ops.yaml:1789 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_583(self, index):
-    """gather (ops.yaml:1765 sample 4)"""
+    """gather (ops.yaml:1789 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_584(self, index, src):
-    """scatter.src (ops.yaml:1788 sample 0)"""
+    """scatter.src (ops.yaml:1812 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_585(self, index, src):
-    """scatter.src (ops.yaml:1788 sample 1)"""
+    """scatter.src (ops.yaml:1812 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_586(self, index, src):
-    """scatter.src (ops.yaml:1788 sample 2)"""
+    """scatter.src (ops.yaml:1812 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_587(self, index, src):
-    """scatter.src (ops.yaml:1788 sample 3)"""
+    """scatter.src (ops.yaml:1812 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_588(self, index):
-    """scatter.value (ops.yaml:1809 sample 0)"""
+    """scatter.value (ops.yaml:1833 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_589(self, index):
-    """scatter.value (ops.yaml:1809 sample 1)"""
+    """scatter.value (ops.yaml:1833 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_590(self, index):
-    """scatter.value (ops.yaml:1809 sample 2)"""
+    """scatter.value (ops.yaml:1833 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_591(self, index, src):
-    """scatter_add (ops.yaml:1822 sample 0)"""
+    """scatter_add (ops.yaml:1846 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_592(self, index, src):
-    """scatter_add (ops.yaml:1822 sample 1)"""
+    """scatter_add (ops.yaml:1846 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_593(self, index, src):
-    """scatter_add (ops.yaml:1822 sample 2)"""
+    """scatter_add (ops.yaml:1846 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_594(self, index, src):
-    """scatter_add (ops.yaml:1822 sample 3)"""
+    """scatter_add (ops.yaml:1846 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_595(self, index, src):
-    """scatter_add (ops.yaml:1822 sample 4)"""
+    """scatter_add (ops.yaml:1846 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_596(weight, indices):
-    """embedding (ops.yaml:1841 sample 0)"""
+    """embedding (ops.yaml:1865 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3556,7 +3556,7 @@ def case_596(weight, indices):
 
 
 def case_597(weight, indices):
-    """embedding (ops.yaml:1841 sample 1)"""
+    """embedding (ops.yaml:1865 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3564,7 +3564,7 @@ def case_597(weight, indices):
 
 
 def case_598(weight, indices):
-    """embedding (ops.yaml:1841 sample 2)"""
+    """embedding (ops.yaml:1865 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3572,7 +3572,7 @@ def case_598(weight, indices):
 
 
 def case_599(weight, indices):
-    """embedding (ops.yaml:1841 sample 3)"""
+    """embedding (ops.yaml:1865 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -3580,7 +3580,7 @@ def case_599(weight, indices):
 
 
 def case_600(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:1855 sample 0)"""
+    """embedding_dense_backward (ops.yaml:1879 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
@@ -3588,7 +3588,7 @@ def case_600(grad_output, indices):
 
 
 def case_601(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:1855 sample 1)"""
+    """embedding_dense_backward (ops.yaml:1879 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
@@ -3596,252 +3596,252 @@ def case_601(grad_output, indices):
 
 
 def case_602(self):
-    """one_hot (ops.yaml:1882 sample 0)"""
+    """one_hot (ops.yaml:1906 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_603(self):
-    """one_hot (ops.yaml:1882 sample 1)"""
+    """one_hot (ops.yaml:1906 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_604(self):
-    """one_hot (ops.yaml:1882 sample 2)"""
+    """one_hot (ops.yaml:1906 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_605(self):
-    """one_hot (ops.yaml:1882 sample 3)"""
+    """one_hot (ops.yaml:1906 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_606(self):
-    """nonzero (ops.yaml:1894 sample 0)"""
+    """nonzero (ops.yaml:1918 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_607(self):
-    """nonzero (ops.yaml:1894 sample 1)"""
+    """nonzero (ops.yaml:1918 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_608(self):
-    """nonzero (ops.yaml:1894 sample 2)"""
+    """nonzero (ops.yaml:1918 sample 2)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_609(self):
-    """nonzero (ops.yaml:1894 sample 3)"""
+    """nonzero (ops.yaml:1918 sample 3)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_610(self, mask):
-    """masked_select (ops.yaml:1907 sample 0)"""
+    """masked_select (ops.yaml:1931 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_611(self, mask):
-    """masked_select (ops.yaml:1907 sample 1)"""
+    """masked_select (ops.yaml:1931 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_612(self, mask):
-    """masked_select (ops.yaml:1907 sample 2)"""
+    """masked_select (ops.yaml:1931 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_613(self, mask):
-    """masked_select (ops.yaml:1907 sample 3)"""
+    """masked_select (ops.yaml:1931 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_614(self, mask):
-    """masked_select (ops.yaml:1907 sample 4)"""
+    """masked_select (ops.yaml:1931 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_615(self):
-    """argsort (ops.yaml:1922 sample 0)"""
+    """argsort (ops.yaml:1946 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_616(self):
-    """argsort (ops.yaml:1922 sample 1)"""
+    """argsort (ops.yaml:1946 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_617(self):
-    """argsort (ops.yaml:1922 sample 2)"""
+    """argsort (ops.yaml:1946 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_618(self):
-    """argsort (ops.yaml:1922 sample 3)"""
+    """argsort (ops.yaml:1946 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_619(self):
-    """argsort (ops.yaml:1922 sample 4)"""
+    """argsort (ops.yaml:1946 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_620(self, indices_0):
-    """index.Tensor (ops.yaml:1936 sample 0)"""
+    """index.Tensor (ops.yaml:1960 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_621(self, indices_1):
-    """index.Tensor (ops.yaml:1936 sample 1)"""
+    """index.Tensor (ops.yaml:1960 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_622(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:1936 sample 2)"""
+    """index.Tensor (ops.yaml:1960 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
 def case_623(self, indices_0):
-    """index.Tensor (ops.yaml:1936 sample 3)"""
+    """index.Tensor (ops.yaml:1960 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_624(self, indices_1):
-    """index.Tensor (ops.yaml:1936 sample 4)"""
+    """index.Tensor (ops.yaml:1960 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_625(self, indices_1):
-    """index.Tensor (ops.yaml:1936 sample 5)"""
+    """index.Tensor (ops.yaml:1960 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_626(self, indices_0, values):
-    """index_put (ops.yaml:1951 sample 0)"""
+    """index_put (ops.yaml:1975 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_627(self, indices_1, values):
-    """index_put (ops.yaml:1951 sample 1)"""
+    """index_put (ops.yaml:1975 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_628(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:1951 sample 2)"""
+    """index_put (ops.yaml:1975 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_629(self, indices_0, values):
-    """index_put (ops.yaml:1951 sample 3)"""
+    """index_put (ops.yaml:1975 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_630(self, indices_1, values):
-    """index_put (ops.yaml:1951 sample 4)"""
+    """index_put (ops.yaml:1975 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_631(self):
-    """sort (ops.yaml:1966 sample 0 result values)"""
+    """sort (ops.yaml:1990 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_632(self):
-    """sort (ops.yaml:1966 sample 0 result indices)"""
+    """sort (ops.yaml:1990 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_633(self):
-    """sort (ops.yaml:1966 sample 1 result values)"""
+    """sort (ops.yaml:1990 sample 1 result values)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_634(self):
-    """sort (ops.yaml:1966 sample 1 result indices)"""
+    """sort (ops.yaml:1990 sample 1 result indices)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_635(self):
-    """sort (ops.yaml:1966 sample 2 result values)"""
+    """sort (ops.yaml:1990 sample 2 result values)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_636(self):
-    """sort (ops.yaml:1966 sample 2 result indices)"""
+    """sort (ops.yaml:1990 sample 2 result indices)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_637(self):
-    """sort (ops.yaml:1966 sample 3 result values)"""
+    """sort (ops.yaml:1990 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_638(self):
-    """sort (ops.yaml:1966 sample 3 result indices)"""
+    """sort (ops.yaml:1990 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_639(self):
-    """sort (ops.yaml:1966 sample 4 result values)"""
+    """sort (ops.yaml:1990 sample 4 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_640(self):
-    """sort (ops.yaml:1966 sample 4 result indices)"""
+    """sort (ops.yaml:1990 sample 4 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_641(self):
-    """sort.stable (ops.yaml:1982 sample 0 result values)"""
+    """sort.stable (ops.yaml:2006 sample 0 result values)"""
     stable = True
     dim = -1
     descending = False
@@ -3849,7 +3849,7 @@ def case_641(self):
 
 
 def case_642(self):
-    """sort.stable (ops.yaml:1982 sample 0 result indices)"""
+    """sort.stable (ops.yaml:2006 sample 0 result indices)"""
     stable = True
     dim = -1
     descending = False
@@ -3857,7 +3857,7 @@ def case_642(self):
 
 
 def case_643(self):
-    """sort.stable (ops.yaml:1982 sample 1 result values)"""
+    """sort.stable (ops.yaml:2006 sample 1 result values)"""
     stable = True
     dim = 0
     descending = True
@@ -3865,7 +3865,7 @@ def case_643(self):
 
 
 def case_644(self):
-    """sort.stable (ops.yaml:1982 sample 1 result indices)"""
+    """sort.stable (ops.yaml:2006 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
@@ -3873,7 +3873,7 @@ def case_644(self):
 
 
 def case_645(self):
-    """topk (ops.yaml:1996 sample 0 result values)"""
+    """topk (ops.yaml:2020 sample 0 result values)"""
     k = 2
     dim = -1
     largest = True
@@ -3882,7 +3882,7 @@ def case_645(self):
 
 
 def case_646(self):
-    """topk (ops.yaml:1996 sample 0 result indices)"""
+    """topk (ops.yaml:2020 sample 0 result indices)"""
     k = 2
     dim = -1
     largest = True
@@ -3891,7 +3891,7 @@ def case_646(self):
 
 
 def case_647(self):
-    """topk (ops.yaml:1996 sample 1 result values)"""
+    """topk (ops.yaml:2020 sample 1 result values)"""
     k = 3
     dim = 0
     largest = False
@@ -3900,7 +3900,7 @@ def case_647(self):
 
 
 def case_648(self):
-    """topk (ops.yaml:1996 sample 1 result indices)"""
+    """topk (ops.yaml:2020 sample 1 result indices)"""
     k = 3
     dim = 0
     largest = False
@@ -3909,7 +3909,7 @@ def case_648(self):
 
 
 def case_649(self):
-    """topk (ops.yaml:1996 sample 2 result values)"""
+    """topk (ops.yaml:2020 sample 2 result values)"""
     k = 1
     dim = 1
     largest = True
@@ -3918,7 +3918,7 @@ def case_649(self):
 
 
 def case_650(self):
-    """topk (ops.yaml:1996 sample 2 result indices)"""
+    """topk (ops.yaml:2020 sample 2 result indices)"""
     k = 1
     dim = 1
     largest = True
@@ -3927,7 +3927,7 @@ def case_650(self):
 
 
 def case_651(self):
-    """topk (ops.yaml:1996 sample 3 result values)"""
+    """topk (ops.yaml:2020 sample 3 result values)"""
     k = 0
     dim = -1
     largest = True
@@ -3936,7 +3936,7 @@ def case_651(self):
 
 
 def case_652(self):
-    """topk (ops.yaml:1996 sample 3 result indices)"""
+    """topk (ops.yaml:2020 sample 3 result indices)"""
     k = 0
     dim = -1
     largest = True
@@ -3945,7 +3945,7 @@ def case_652(self):
 
 
 def case_653(self):
-    """topk (ops.yaml:1996 sample 4 result values)"""
+    """topk (ops.yaml:2020 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -3954,7 +3954,7 @@ def case_653(self):
 
 
 def case_654(self):
-    """topk (ops.yaml:1996 sample 4 result indices)"""
+    """topk (ops.yaml:2020 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -3963,7 +3963,7 @@ def case_654(self):
 
 
 def case_655(self):
-    """avg_pool2d (ops.yaml:2018 sample 0)"""
+    """avg_pool2d (ops.yaml:2042 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -3974,7 +3974,7 @@ def case_655(self):
 
 
 def case_656(self):
-    """avg_pool2d (ops.yaml:2018 sample 1)"""
+    """avg_pool2d (ops.yaml:2042 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -3985,7 +3985,7 @@ def case_656(self):
 
 
 def case_657(self):
-    """avg_pool2d (ops.yaml:2018 sample 2)"""
+    """avg_pool2d (ops.yaml:2042 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -3996,7 +3996,7 @@ def case_657(self):
 
 
 def case_658(self):
-    """avg_pool2d (ops.yaml:2018 sample 3)"""
+    """avg_pool2d (ops.yaml:2042 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4007,31 +4007,31 @@ def case_658(self):
 
 
 def case_659(self):
-    """adaptive_avg_pool2d (ops.yaml:2037 sample 0)"""
+    """adaptive_avg_pool2d (ops.yaml:2061 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_660(self):
-    """adaptive_avg_pool2d (ops.yaml:2037 sample 1)"""
+    """adaptive_avg_pool2d (ops.yaml:2061 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_661(self):
-    """adaptive_avg_pool2d (ops.yaml:2037 sample 2)"""
+    """adaptive_avg_pool2d (ops.yaml:2061 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_662(self):
-    """adaptive_avg_pool2d (ops.yaml:2037 sample 3)"""
+    """adaptive_avg_pool2d (ops.yaml:2061 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_663(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2052 sample 0)"""
+    """avg_pool2d_backward (ops.yaml:2076 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4042,7 +4042,7 @@ def case_663(grad_output, self):
 
 
 def case_664(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2052 sample 1)"""
+    """avg_pool2d_backward (ops.yaml:2076 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4053,13 +4053,13 @@ def case_664(grad_output, self):
 
 
 def case_665(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2065 sample 0)"""
+    """adaptive_avg_pool2d_backward (ops.yaml:2089 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
 def case_666(input, weight, bias):
-    """conv2d (ops.yaml:2112 sample 0)"""
+    """conv2d (ops.yaml:2136 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4068,7 +4068,7 @@ def case_666(input, weight, bias):
 
 
 def case_667(input, weight, bias):
-    """conv2d (ops.yaml:2112 sample 1)"""
+    """conv2d (ops.yaml:2136 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4077,7 +4077,7 @@ def case_667(input, weight, bias):
 
 
 def case_668(input, weight, bias):
-    """conv2d (ops.yaml:2112 sample 2)"""
+    """conv2d (ops.yaml:2136 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4086,7 +4086,7 @@ def case_668(input, weight, bias):
 
 
 def case_669(input, weight, bias):
-    """conv2d (ops.yaml:2112 sample 3)"""
+    """conv2d (ops.yaml:2136 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4095,7 +4095,7 @@ def case_669(input, weight, bias):
 
 
 def case_670(input, weight, bias):
-    """conv2d (ops.yaml:2112 sample 4)"""
+    """conv2d (ops.yaml:2136 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4104,7 +4104,7 @@ def case_670(input, weight, bias):
 
 
 def case_671(input, weight):
-    """conv2d (ops.yaml:2112 sample 5)"""
+    """conv2d (ops.yaml:2136 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4114,7 +4114,7 @@ def case_671(input, weight):
 
 
 def case_672(input, weight, bias):
-    """conv2d.padding (ops.yaml:2134 sample 0)"""
+    """conv2d.padding (ops.yaml:2158 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4123,7 +4123,7 @@ def case_672(input, weight, bias):
 
 
 def case_673(input, weight, bias):
-    """conv2d.padding (ops.yaml:2134 sample 1)"""
+    """conv2d.padding (ops.yaml:2158 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4132,7 +4132,7 @@ def case_673(input, weight, bias):
 
 
 def case_674(input, weight, bias):
-    """conv2d.padding (ops.yaml:2134 sample 2)"""
+    """conv2d.padding (ops.yaml:2158 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4141,7 +4141,7 @@ def case_674(input, weight, bias):
 
 
 def case_675(input, weight, bias):
-    """conv1d (ops.yaml:2154 sample 0)"""
+    """conv1d (ops.yaml:2178 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4150,7 +4150,7 @@ def case_675(input, weight, bias):
 
 
 def case_676(input, weight, bias):
-    """conv1d (ops.yaml:2154 sample 1)"""
+    """conv1d (ops.yaml:2178 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4159,7 +4159,7 @@ def case_676(input, weight, bias):
 
 
 def case_677(input, weight, bias):
-    """conv1d (ops.yaml:2154 sample 2)"""
+    """conv1d (ops.yaml:2178 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4168,7 +4168,7 @@ def case_677(input, weight, bias):
 
 
 def case_678(input, weight, bias):
-    """conv1d.padding (ops.yaml:2173 sample 0)"""
+    """conv1d.padding (ops.yaml:2197 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4177,7 +4177,7 @@ def case_678(input, weight, bias):
 
 
 def case_679(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2191 sample 0)"""
+    """conv_transpose2d.input (ops.yaml:2215 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4187,7 +4187,7 @@ def case_679(input, weight, bias):
 
 
 def case_680(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2191 sample 1)"""
+    """conv_transpose2d.input (ops.yaml:2215 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4197,7 +4197,7 @@ def case_680(input, weight, bias):
 
 
 def case_681(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2191 sample 2)"""
+    """conv_transpose2d.input (ops.yaml:2215 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4207,7 +4207,7 @@ def case_681(input, weight, bias):
 
 
 def case_682(input, weight):
-    """conv_transpose2d.input (ops.yaml:2191 sample 3)"""
+    """conv_transpose2d.input (ops.yaml:2215 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4218,7 +4218,7 @@ def case_682(input, weight):
 
 
 def case_683(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2207 sample 0)"""
+    """conv2d_backward_input (ops.yaml:2231 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4228,7 +4228,7 @@ def case_683(grad_output, weight):
 
 
 def case_684(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2207 sample 1)"""
+    """conv2d_backward_input (ops.yaml:2231 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4238,7 +4238,7 @@ def case_684(grad_output, weight):
 
 
 def case_685(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2220 sample 0)"""
+    """conv2d_backward_weight (ops.yaml:2244 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4248,7 +4248,7 @@ def case_685(grad_output, input):
 
 
 def case_686(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2220 sample 1)"""
+    """conv2d_backward_weight (ops.yaml:2244 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4258,17 +4258,17 @@ def case_686(grad_output, input):
 
 
 def case_687(grad_output):
-    """conv2d_backward_bias (ops.yaml:2234 sample 0)"""
+    """conv2d_backward_bias (ops.yaml:2258 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
 def case_688(grad_output):
-    """conv2d_backward_bias (ops.yaml:2234 sample 1)"""
+    """conv2d_backward_bias (ops.yaml:2258 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
 def case_689(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 0 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 0 result values)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4278,7 +4278,7 @@ def case_689(self):
 
 
 def case_690(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 0 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 0 result indices)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4288,7 +4288,7 @@ def case_690(self):
 
 
 def case_691(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 1 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 1 result values)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4298,7 +4298,7 @@ def case_691(self):
 
 
 def case_692(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 1 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 1 result indices)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4308,7 +4308,7 @@ def case_692(self):
 
 
 def case_693(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 2 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 2 result values)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4318,7 +4318,7 @@ def case_693(self):
 
 
 def case_694(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 2 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4328,7 +4328,7 @@ def case_694(self):
 
 
 def case_695(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 3 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4338,7 +4338,7 @@ def case_695(self):
 
 
 def case_696(self):
-    """max_pool2d_with_indices (ops.yaml:2252 sample 3 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2276 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4348,7 +4348,7 @@ def case_696(self):
 
 
 def case_697(self):
-    """max_pool2d (ops.yaml:2270 sample 0)"""
+    """max_pool2d (ops.yaml:2294 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4358,7 +4358,7 @@ def case_697(self):
 
 
 def case_698(self):
-    """max_pool2d (ops.yaml:2270 sample 1)"""
+    """max_pool2d (ops.yaml:2294 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4368,7 +4368,7 @@ def case_698(self):
 
 
 def case_699(self):
-    """max_pool2d (ops.yaml:2270 sample 2)"""
+    """max_pool2d (ops.yaml:2294 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4378,113 +4378,113 @@ def case_699(self):
 
 
 def case_700(self):
-    """softmax.int (ops.yaml:2293 sample 0)"""
+    """softmax.int (ops.yaml:2317 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_701(self):
-    """softmax.int (ops.yaml:2293 sample 1)"""
+    """softmax.int (ops.yaml:2317 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_702(self):
-    """softmax.int (ops.yaml:2293 sample 2)"""
+    """softmax.int (ops.yaml:2317 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_703(self):
-    """softmax.int (ops.yaml:2293 sample 3)"""
+    """softmax.int (ops.yaml:2317 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_704(self):
-    """softmax.int (ops.yaml:2293 sample 4)"""
+    """softmax.int (ops.yaml:2317 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_705(self):
-    """log_softmax.int (ops.yaml:2311 sample 0)"""
+    """log_softmax.int (ops.yaml:2335 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_706(self):
-    """log_softmax.int (ops.yaml:2311 sample 1)"""
+    """log_softmax.int (ops.yaml:2335 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_707(self):
-    """log_softmax.int (ops.yaml:2311 sample 2)"""
+    """log_softmax.int (ops.yaml:2335 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_708(self):
-    """log_softmax.int (ops.yaml:2311 sample 3)"""
+    """log_softmax.int (ops.yaml:2335 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_709(self):
-    """log_softmax.int (ops.yaml:2311 sample 4)"""
+    """log_softmax.int (ops.yaml:2335 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_710(grad_output, output):
-    """softmax_backward_data (ops.yaml:2329 sample 0)"""
+    """softmax_backward_data (ops.yaml:2353 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_711(grad_output, output):
-    """softmax_backward_data (ops.yaml:2329 sample 1)"""
+    """softmax_backward_data (ops.yaml:2353 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_712(grad_output, output):
-    """softmax_backward_data (ops.yaml:2329 sample 2)"""
+    """softmax_backward_data (ops.yaml:2353 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_713(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2346 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:2370 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_714(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2346 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:2370 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_715(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2346 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:2370 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_716(input):
-    """dropout (ops.yaml:2385 sample 0)"""
+    """dropout (ops.yaml:2409 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -4492,7 +4492,7 @@ def case_716(input):
 
 
 def case_717(input):
-    """dropout (ops.yaml:2385 sample 1)"""
+    """dropout (ops.yaml:2409 sample 1)"""
     p = 0.25
     train = True
     generator = None
@@ -4500,7 +4500,7 @@ def case_717(input):
 
 
 def case_718(input):
-    """dropout (ops.yaml:2385 sample 2)"""
+    """dropout (ops.yaml:2409 sample 2)"""
     p = 0.5
     train = False
     generator = None
@@ -4508,7 +4508,7 @@ def case_718(input):
 
 
 def case_719(input):
-    """dropout (ops.yaml:2385 sample 3)"""
+    """dropout (ops.yaml:2409 sample 3)"""
     p = 0.5
     train = True
     generator = None
@@ -4516,7 +4516,7 @@ def case_719(input):
 
 
 def case_720(input):
-    """dropout (ops.yaml:2385 sample 4)"""
+    """dropout (ops.yaml:2409 sample 4)"""
     p = 1.0
     train = True
     generator = None
@@ -4524,183 +4524,183 @@ def case_720(input):
 
 
 def case_721(self, target):
-    """mse_loss (ops.yaml:2399 sample 0)"""
+    """mse_loss (ops.yaml:2423 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_722(self, target):
-    """mse_loss (ops.yaml:2399 sample 1)"""
+    """mse_loss (ops.yaml:2423 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_723(self, target):
-    """mse_loss (ops.yaml:2399 sample 2)"""
+    """mse_loss (ops.yaml:2423 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_724(self, target):
-    """mse_loss (ops.yaml:2399 sample 3)"""
+    """mse_loss (ops.yaml:2423 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_725(self, target):
-    """mse_loss (ops.yaml:2399 sample 4)"""
+    """mse_loss (ops.yaml:2423 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_726(self, target):
-    """l1_loss (ops.yaml:2414 sample 0)"""
+    """l1_loss (ops.yaml:2438 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_727(self, target):
-    """l1_loss (ops.yaml:2414 sample 1)"""
+    """l1_loss (ops.yaml:2438 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_728(self, target):
-    """l1_loss (ops.yaml:2414 sample 2)"""
+    """l1_loss (ops.yaml:2438 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_729(self, target):
-    """l1_loss (ops.yaml:2414 sample 3)"""
+    """l1_loss (ops.yaml:2438 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_730(self, target):
-    """l1_loss (ops.yaml:2414 sample 4)"""
+    """l1_loss (ops.yaml:2438 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_731(self, target):
-    """smooth_l1_loss (ops.yaml:2429 sample 0)"""
+    """smooth_l1_loss (ops.yaml:2453 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_732(self, target):
-    """smooth_l1_loss (ops.yaml:2429 sample 1)"""
+    """smooth_l1_loss (ops.yaml:2453 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_733(self, target):
-    """smooth_l1_loss (ops.yaml:2429 sample 2)"""
+    """smooth_l1_loss (ops.yaml:2453 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_734(self, target):
-    """smooth_l1_loss (ops.yaml:2429 sample 3)"""
+    """smooth_l1_loss (ops.yaml:2453 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_735(self, target):
-    """smooth_l1_loss (ops.yaml:2429 sample 4)"""
+    """smooth_l1_loss (ops.yaml:2453 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_736(self, target):
-    """smooth_l1_loss (ops.yaml:2429 sample 5)"""
+    """smooth_l1_loss (ops.yaml:2453 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_737(self, target):
-    """huber_loss (ops.yaml:2445 sample 0)"""
+    """huber_loss (ops.yaml:2469 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_738(self, target):
-    """huber_loss (ops.yaml:2445 sample 1)"""
+    """huber_loss (ops.yaml:2469 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_739(self, target):
-    """huber_loss (ops.yaml:2445 sample 2)"""
+    """huber_loss (ops.yaml:2469 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_740(self, target):
-    """huber_loss (ops.yaml:2445 sample 3)"""
+    """huber_loss (ops.yaml:2469 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_741(self, target):
-    """huber_loss (ops.yaml:2445 sample 4)"""
+    """huber_loss (ops.yaml:2469 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_742(self, target):
-    """binary_cross_entropy (ops.yaml:2461 sample 0)"""
+    """binary_cross_entropy (ops.yaml:2485 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_743(self, target):
-    """binary_cross_entropy (ops.yaml:2461 sample 1)"""
+    """binary_cross_entropy (ops.yaml:2485 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_744(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2461 sample 2)"""
+    """binary_cross_entropy (ops.yaml:2485 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_745(self, target):
-    """binary_cross_entropy (ops.yaml:2461 sample 3)"""
+    """binary_cross_entropy (ops.yaml:2485 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_746(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2461 sample 4)"""
+    """binary_cross_entropy (ops.yaml:2485 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_747(self, target, weight):
-    """binary_cross_entropy (ops.yaml:2461 sample 5)"""
+    """binary_cross_entropy (ops.yaml:2485 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=None if weight is None else weight.detach(), reduction=reduction)
 
 
 def case_748(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 0)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
@@ -4708,34 +4708,34 @@ def case_748(self, target):
 
 
 def case_749(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 1)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_750(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 2)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_751(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 3)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_752(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 4)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=None if weight is None else weight.detach(), pos_weight=None if pos_weight is None else pos_weight.detach(), reduction=reduction)
 
 
 def case_753(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:2477 sample 5)"""
+    """binary_cross_entropy_with_logits (ops.yaml:2501 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
@@ -4743,7 +4743,7 @@ def case_753(self, target):
 
 
 def case_754(self, target):
-    """nll_loss (ops.yaml:2500 sample 0)"""
+    """nll_loss (ops.yaml:2524 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4751,21 +4751,21 @@ def case_754(self, target):
 
 
 def case_755(self, target, weight):
-    """nll_loss (ops.yaml:2500 sample 1)"""
+    """nll_loss (ops.yaml:2524 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_756(self, target, weight):
-    """nll_loss (ops.yaml:2500 sample 2)"""
+    """nll_loss (ops.yaml:2524 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_757(self, target):
-    """nll_loss (ops.yaml:2500 sample 3)"""
+    """nll_loss (ops.yaml:2524 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
@@ -4773,14 +4773,14 @@ def case_757(self, target):
 
 
 def case_758(self, target, weight):
-    """nll_loss (ops.yaml:2500 sample 4)"""
+    """nll_loss (ops.yaml:2524 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=None if weight is None else weight.detach(), ignore_index=ignore_index, reduction=reduction)
 
 
 def case_759(self, target):
-    """nll_loss (ops.yaml:2500 sample 5)"""
+    """nll_loss (ops.yaml:2524 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4788,7 +4788,7 @@ def case_759(self, target):
 
 
 def case_760(self, target):
-    """cross_entropy_loss (ops.yaml:2523 sample 0)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4797,7 +4797,7 @@ def case_760(self, target):
 
 
 def case_761(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2523 sample 1)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
@@ -4805,7 +4805,7 @@ def case_761(self, target, weight):
 
 
 def case_762(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2523 sample 2)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
@@ -4813,7 +4813,7 @@ def case_762(self, target, weight):
 
 
 def case_763(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2523 sample 3)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
@@ -4821,7 +4821,7 @@ def case_763(self, target, weight):
 
 
 def case_764(self, target):
-    """cross_entropy_loss (ops.yaml:2523 sample 4)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4830,7 +4830,7 @@ def case_764(self, target):
 
 
 def case_765(self, target):
-    """cross_entropy_loss (ops.yaml:2523 sample 5)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4839,7 +4839,7 @@ def case_765(self, target):
 
 
 def case_766(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2523 sample 6)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4847,7 +4847,7 @@ def case_766(self, target, weight):
 
 
 def case_767(self, target):
-    """cross_entropy_loss (ops.yaml:2523 sample 7)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4856,7 +4856,7 @@ def case_767(self, target):
 
 
 def case_768(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2523 sample 8)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
@@ -4864,7 +4864,7 @@ def case_768(self, target, weight):
 
 
 def case_769(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2523 sample 9)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4872,7 +4872,7 @@ def case_769(self, target, weight):
 
 
 def case_770(self, target):
-    """cross_entropy_loss (ops.yaml:2523 sample 10)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -4881,7 +4881,7 @@ def case_770(self, target):
 
 
 def case_771(self, target, weight):
-    """cross_entropy_loss (ops.yaml:2523 sample 11)"""
+    """cross_entropy_loss (ops.yaml:2547 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -4889,7 +4889,7 @@ def case_771(self, target, weight):
 
 
 def case_772(self, target):
-    """cross_entropy_index (ops.yaml:2548 sample 0)"""
+    """cross_entropy_index (ops.yaml:2572 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -4898,7 +4898,7 @@ def case_772(self, target):
 
 
 def case_773(self, target):
-    """cross_entropy_index (ops.yaml:2548 sample 1)"""
+    """cross_entropy_index (ops.yaml:2572 sample 1)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -4907,7 +4907,7 @@ def case_773(self, target):
 
 
 def case_774(self, target):
-    """cross_entropy_index (ops.yaml:2548 sample 2)"""
+    """cross_entropy_index (ops.yaml:2572 sample 2)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4916,7 +4916,7 @@ def case_774(self, target):
 
 
 def case_775(self, target):
-    """cross_entropy_index (ops.yaml:2548 sample 3)"""
+    """cross_entropy_index (ops.yaml:2572 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -4925,7 +4925,7 @@ def case_775(self, target):
 
 
 def case_776(self, target):
-    """cross_entropy_index (ops.yaml:2548 sample 4)"""
+    """cross_entropy_index (ops.yaml:2572 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -4934,7 +4934,7 @@ def case_776(self, target):
 
 
 def case_777():
-    """empty (ops.yaml:2574 sample 0)"""
+    """empty (ops.yaml:2598 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -4942,7 +4942,7 @@ def case_777():
 
 
 def case_778():
-    """empty (ops.yaml:2574 sample 1)"""
+    """empty (ops.yaml:2598 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -4950,7 +4950,7 @@ def case_778():
 
 
 def case_779():
-    """empty (ops.yaml:2574 sample 2)"""
+    """empty (ops.yaml:2598 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -4958,7 +4958,7 @@ def case_779():
 
 
 def case_780():
-    """zeros (ops.yaml:2581 sample 0)"""
+    """zeros (ops.yaml:2605 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -4966,7 +4966,7 @@ def case_780():
 
 
 def case_781():
-    """ones (ops.yaml:2589 sample 0)"""
+    """ones (ops.yaml:2613 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -4974,7 +4974,7 @@ def case_781():
 
 
 def case_782():
-    """full (ops.yaml:2604 sample 0)"""
+    """full (ops.yaml:2628 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -4983,7 +4983,7 @@ def case_782():
 
 
 def case_783():
-    """full (ops.yaml:2604 sample 1)"""
+    """full (ops.yaml:2628 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -4992,7 +4992,7 @@ def case_783():
 
 
 def case_784():
-    """full (ops.yaml:2604 sample 2)"""
+    """full (ops.yaml:2628 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5001,70 +5001,70 @@ def case_784():
 
 
 def case_785(self):
-    """empty_like (ops.yaml:2615 sample 0)"""
+    """empty_like (ops.yaml:2639 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_786(self):
-    """empty_like (ops.yaml:2615 sample 1)"""
+    """empty_like (ops.yaml:2639 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_787(self):
-    """empty_like (ops.yaml:2615 sample 2)"""
+    """empty_like (ops.yaml:2639 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_788(self):
-    """ones_like (ops.yaml:2635 sample 0)"""
+    """ones_like (ops.yaml:2659 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_789(self):
-    """ones_like (ops.yaml:2635 sample 1)"""
+    """ones_like (ops.yaml:2659 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_790(self):
-    """ones_like (ops.yaml:2635 sample 2)"""
+    """ones_like (ops.yaml:2659 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_791(self):
-    """ones_like (ops.yaml:2635 sample 3)"""
+    """ones_like (ops.yaml:2659 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_792(self):
-    """full_like (ops.yaml:2647 sample 0)"""
+    """full_like (ops.yaml:2671 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_793(self):
-    """full_like (ops.yaml:2647 sample 1)"""
+    """full_like (ops.yaml:2671 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_794(self):
-    """full_like (ops.yaml:2647 sample 2)"""
+    """full_like (ops.yaml:2671 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_795():
-    """arange (ops.yaml:2652 sample 0)"""
+    """arange (ops.yaml:2676 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5074,7 +5074,7 @@ def case_795():
 
 
 def case_796():
-    """linspace (ops.yaml:2667 sample 0)"""
+    """linspace (ops.yaml:2691 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -5084,7 +5084,7 @@ def case_796():
 
 
 def case_797():
-    """linspace (ops.yaml:2667 sample 1)"""
+    """linspace (ops.yaml:2691 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -5094,7 +5094,7 @@ def case_797():
 
 
 def case_798():
-    """linspace (ops.yaml:2667 sample 2)"""
+    """linspace (ops.yaml:2691 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -5104,7 +5104,7 @@ def case_798():
 
 
 def case_799():
-    """eye (ops.yaml:2679 sample 0)"""
+    """eye (ops.yaml:2703 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -5112,7 +5112,7 @@ def case_799():
 
 
 def case_800():
-    """eye (ops.yaml:2679 sample 1)"""
+    """eye (ops.yaml:2703 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -5120,7 +5120,7 @@ def case_800():
 
 
 def case_801():
-    """eye.m (ops.yaml:2690 sample 0)"""
+    """eye.m (ops.yaml:2714 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -5129,7 +5129,7 @@ def case_801():
 
 
 def case_802():
-    """eye.m (ops.yaml:2690 sample 1)"""
+    """eye.m (ops.yaml:2714 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -5138,7 +5138,7 @@ def case_802():
 
 
 def case_803():
-    """rand (ops.yaml:2694 sample 0)"""
+    """rand (ops.yaml:2718 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5147,7 +5147,7 @@ def case_803():
 
 
 def case_804():
-    """randn (ops.yaml:2705 sample 0)"""
+    """randn (ops.yaml:2729 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -5156,35 +5156,35 @@ def case_804():
 
 
 def case_805(self):
-    """rand_like (ops.yaml:2722 sample 0)"""
+    """rand_like (ops.yaml:2746 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_806(self):
-    """rand_like (ops.yaml:2722 sample 1)"""
+    """rand_like (ops.yaml:2746 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_807(self):
-    """randn_like (ops.yaml:2732 sample 0)"""
+    """randn_like (ops.yaml:2756 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_808(self):
-    """randn_like (ops.yaml:2732 sample 1)"""
+    """randn_like (ops.yaml:2756 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_809():
-    """randint (ops.yaml:2743 sample 0)"""
+    """randint (ops.yaml:2767 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -5194,7 +5194,7 @@ def case_809():
 
 
 def case_810():
-    """randint (ops.yaml:2743 sample 1)"""
+    """randint (ops.yaml:2767 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -5204,7 +5204,7 @@ def case_810():
 
 
 def case_811():
-    """randint.low (ops.yaml:2754 sample 0)"""
+    """randint.low (ops.yaml:2778 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -5215,7 +5215,7 @@ def case_811():
 
 
 def case_812():
-    """randperm (ops.yaml:2764 sample 0)"""
+    """randperm (ops.yaml:2788 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -5224,7 +5224,7 @@ def case_812():
 
 
 def case_813():
-    """randperm (ops.yaml:2764 sample 1)"""
+    """randperm (ops.yaml:2788 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -5233,28 +5233,28 @@ def case_813():
 
 
 def case_814(self):
-    """bernoulli.p (ops.yaml:2781 sample 0)"""
+    """bernoulli.p (ops.yaml:2805 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_815(self):
-    """bernoulli.p (ops.yaml:2781 sample 1)"""
+    """bernoulli.p (ops.yaml:2805 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_816(self):
-    """bernoulli.p (ops.yaml:2781 sample 2)"""
+    """bernoulli.p (ops.yaml:2805 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_817(self):
-    """normal (ops.yaml:2792 sample 0)"""
+    """normal (ops.yaml:2816 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -5262,7 +5262,7 @@ def case_817(self):
 
 
 def case_818(self):
-    """normal (ops.yaml:2792 sample 1)"""
+    """normal (ops.yaml:2816 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5270,7 +5270,7 @@ def case_818(self):
 
 
 def case_819(self):
-    """normal (ops.yaml:2792 sample 2)"""
+    """normal (ops.yaml:2816 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -5278,7 +5278,7 @@ def case_819(self):
 
 
 def case_820(self):
-    """uniform (ops.yaml:2804 sample 0)"""
+    """uniform (ops.yaml:2828 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -5286,7 +5286,7 @@ def case_820(self):
 
 
 def case_821(self):
-    """uniform (ops.yaml:2804 sample 1)"""
+    """uniform (ops.yaml:2828 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5294,7 +5294,7 @@ def case_821(self):
 
 
 def case_822(self):
-    """uniform (ops.yaml:2804 sample 2)"""
+    """uniform (ops.yaml:2828 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -5302,13 +5302,13 @@ def case_822(self):
 
 
 def case_823(self):
-    """sum_to (ops.yaml:2817 sample 0)"""
+    """sum_to (ops.yaml:2841 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_824(self):
-    """sum_to (ops.yaml:2817 sample 1)"""
+    """sum_to (ops.yaml:2841 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -6523,1270 +6523,1270 @@ CASES = [
     dict(op="cumsum", where="ops.yaml:978 sample 4", fn=case_402, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 0", fn=case_403, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 0", fn=case_403, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 1", fn=case_404, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 1", fn=case_404, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 2", fn=case_405, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 2", fn=case_405, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:992 sample 3", fn=case_406, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:993 sample 3", fn=case_406, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 0", fn=case_407, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 0", fn=case_407, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 1", fn=case_408, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 1", fn=case_408, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 2", fn=case_409, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 2", fn=case_409, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1005 sample 3", fn=case_410, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1007 sample 3", fn=case_410, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 0", fn=case_411, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 0", fn=case_411, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 1", fn=case_412, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 1", fn=case_412, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1019 sample 2", fn=case_413, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1022 sample 2", fn=case_413, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 0", fn=case_414, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 0", fn=case_414, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 1", fn=case_415, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 1", fn=case_415, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 2", fn=case_416, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 2", fn=case_416, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1037 sample 3", fn=case_417, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1040 sample 3", fn=case_417, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 0", fn=case_418, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 0", fn=case_418, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 1", fn=case_419, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 1", fn=case_419, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 2", fn=case_420, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 2", fn=case_420, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1103 sample 3", fn=case_421, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1127 sample 3", fn=case_421, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 0", fn=case_422, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 0", fn=case_422, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 1", fn=case_423, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 1", fn=case_423, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 2", fn=case_424, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 2", fn=case_424, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 3", fn=case_425, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 3", fn=case_425, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 4", fn=case_426, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 4", fn=case_426, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 5", fn=case_427, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 5", fn=case_427, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 6", fn=case_428, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 6", fn=case_428, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 7", fn=case_429, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 7", fn=case_429, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 8", fn=case_430, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 8", fn=case_430, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 9", fn=case_431, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 9", fn=case_431, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1121 sample 10", fn=case_432, tensors=["self", "other"],
+    dict(op="matmul", where="ops.yaml:1145 sample 10", fn=case_432, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 0", fn=case_433, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 0", fn=case_433, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 1", fn=case_434, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 1", fn=case_434, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 2", fn=case_435, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 2", fn=case_435, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1151 sample 3", fn=case_436, tensors=["self", "mat2"],
+    dict(op="bmm", where="ops.yaml:1175 sample 3", fn=case_436, tensors=["self", "mat2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 0", fn=case_437, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 1", fn=case_438, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 2", fn=case_439, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 3", fn=case_440, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1178 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1202 sample 4", fn=case_441, tensors=["self", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 0", fn=case_442, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 1", fn=case_443, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 2", fn=case_444, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 3", fn=case_445, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1210 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1234 sample 4", fn=case_446, tensors=["self", "batch1", "batch2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 0", fn=case_447, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 0", fn=case_447, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 1", fn=case_448, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 1", fn=case_448, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1231 sample 2", fn=case_449, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1255 sample 2", fn=case_449, tensors=["self", "tensor"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 0", fn=case_450, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 0", fn=case_450, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 1", fn=case_451, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 1", fn=case_451, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1248 sample 2", fn=case_452, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1272 sample 2", fn=case_452, tensors=["self", "vec2"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 0", fn=case_453, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1291 sample 0", fn=case_453, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 1", fn=case_454, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1291 sample 1", fn=case_454, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 2", fn=case_455, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1291 sample 2", fn=case_455, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 3", fn=case_456, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1291 sample 3", fn=case_456, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 4", fn=case_457, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1291 sample 4", fn=case_457, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 5", fn=case_458, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1291 sample 5", fn=case_458, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 6", fn=case_459, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1291 sample 6", fn=case_459, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 7", fn=case_460, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1291 sample 7", fn=case_460, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 8", fn=case_461, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1291 sample 8", fn=case_461, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1267 sample 9", fn=case_462, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1291 sample 9", fn=case_462, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 0", fn=case_463, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1317 sample 0", fn=case_463, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 1", fn=case_464, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1317 sample 1", fn=case_464, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 2", fn=case_465, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1317 sample 2", fn=case_465, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1293 sample 3", fn=case_466, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1317 sample 3", fn=case_466, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 0", fn=case_467, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1338 sample 0", fn=case_467, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 1", fn=case_468, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1338 sample 1", fn=case_468, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 2", fn=case_469, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1338 sample 2", fn=case_469, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1314 sample 3", fn=case_470, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1338 sample 3", fn=case_470, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1332 sample 0", fn=case_471, tensors=["self"],
+    dict(op="t", where="ops.yaml:1356 sample 0", fn=case_471, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1332 sample 1", fn=case_472, tensors=["self"],
+    dict(op="t", where="ops.yaml:1356 sample 1", fn=case_472, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1343 sample 0", fn=case_473, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1367 sample 0", fn=case_473, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1343 sample 1", fn=case_474, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1367 sample 1", fn=case_474, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1357 sample 0", fn=case_475, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1381 sample 0", fn=case_475, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1366 sample 0", fn=case_476, tensors=["self"],
+    dict(op="view", where="ops.yaml:1390 sample 0", fn=case_476, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1366 sample 1", fn=case_477, tensors=["self"],
+    dict(op="view", where="ops.yaml:1390 sample 1", fn=case_477, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1376 sample 0", fn=case_478, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1400 sample 0", fn=case_478, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1376 sample 1", fn=case_479, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1400 sample 1", fn=case_479, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1386 sample 0", fn=case_480, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1410 sample 0", fn=case_480, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1386 sample 1", fn=case_481, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1410 sample 1", fn=case_481, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1396 sample 0", fn=case_482, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1420 sample 0", fn=case_482, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1406 sample 0", fn=case_483, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1430 sample 0", fn=case_483, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1406 sample 1", fn=case_484, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1430 sample 1", fn=case_484, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1417 sample 0", fn=case_485, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1441 sample 0", fn=case_485, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1417 sample 1", fn=case_486, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1441 sample 1", fn=case_486, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1431 sample 0", fn=case_487, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1455 sample 0", fn=case_487, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1431 sample 1", fn=case_488, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1455 sample 1", fn=case_488, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1442 sample 0", fn=case_489, tensors=["self"],
+    dict(op="select", where="ops.yaml:1466 sample 0", fn=case_489, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1442 sample 1", fn=case_490, tensors=["self"],
+    dict(op="select", where="ops.yaml:1466 sample 1", fn=case_490, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1452 sample 0", fn=case_491, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1476 sample 0", fn=case_491, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 0", fn=case_492, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1489 sample 0", fn=case_492, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 1", fn=case_493, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1489 sample 1", fn=case_493, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 2", fn=case_494, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1489 sample 2", fn=case_494, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 3", fn=case_495, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1489 sample 3", fn=case_495, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1465 sample 4", fn=case_496, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1489 sample 4", fn=case_496, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1484 sample 0", fn=case_497, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1508 sample 0", fn=case_497, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1484 sample 1", fn=case_498, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1508 sample 1", fn=case_498, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1484 sample 2", fn=case_499, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1508 sample 2", fn=case_499, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1484 sample 3", fn=case_500, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1508 sample 3", fn=case_500, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1496 sample 0", fn=case_501, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1520 sample 0", fn=case_501, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1496 sample 1", fn=case_502, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1520 sample 1", fn=case_502, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1496 sample 2", fn=case_503, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1520 sample 2", fn=case_503, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1496 sample 3", fn=case_504, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1520 sample 3", fn=case_504, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1514 sample 0", fn=case_505, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1538 sample 0", fn=case_505, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1514 sample 1", fn=case_506, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1538 sample 1", fn=case_506, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1514 sample 2", fn=case_507, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1538 sample 2", fn=case_507, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1514 sample 3", fn=case_508, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1538 sample 3", fn=case_508, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1529 sample 0", fn=case_509, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1553 sample 0", fn=case_509, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1529 sample 1", fn=case_510, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1553 sample 1", fn=case_510, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1529 sample 2", fn=case_511, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1553 sample 2", fn=case_511, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1529 sample 3", fn=case_512, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1553 sample 3", fn=case_512, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1529 sample 4", fn=case_513, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1553 sample 4", fn=case_513, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1529 sample 5", fn=case_514, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1553 sample 5", fn=case_514, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1544 sample 0", fn=case_515, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1568 sample 0", fn=case_515, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1544 sample 1", fn=case_516, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1568 sample 1", fn=case_516, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1544 sample 2", fn=case_517, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1568 sample 2", fn=case_517, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1544 sample 3", fn=case_518, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1568 sample 3", fn=case_518, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1544 sample 4", fn=case_519, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1568 sample 4", fn=case_519, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1561 sample 0", fn=case_520, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1585 sample 0", fn=case_520, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1561 sample 1", fn=case_521, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1585 sample 1", fn=case_521, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1561 sample 2", fn=case_522, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1585 sample 2", fn=case_522, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1561 sample 3", fn=case_523, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1585 sample 3", fn=case_523, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1561 sample 4", fn=case_524, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1585 sample 4", fn=case_524, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1585 sample 0", fn=case_525, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1609 sample 0", fn=case_525, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1585 sample 1", fn=case_526, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1609 sample 1", fn=case_526, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1585 sample 2", fn=case_527, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1609 sample 2", fn=case_527, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1585 sample 3", fn=case_528, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1609 sample 3", fn=case_528, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1585 sample 4", fn=case_529, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1609 sample 4", fn=case_529, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1601 sample 0", fn=case_530, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1625 sample 0", fn=case_530, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1601 sample 1", fn=case_531, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1625 sample 1", fn=case_531, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1601 sample 2", fn=case_532, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1625 sample 2", fn=case_532, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1601 sample 3", fn=case_533, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1625 sample 3", fn=case_533, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1601 sample 4", fn=case_534, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1625 sample 4", fn=case_534, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 0", fn=case_535, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 0", fn=case_535, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 1", fn=case_536, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 1", fn=case_536, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 2", fn=case_537, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 2", fn=case_537, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 3", fn=case_538, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 3", fn=case_538, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 4", fn=case_539, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 4", fn=case_539, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 5", fn=case_540, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 5", fn=case_540, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 6", fn=case_541, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 6", fn=case_541, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1615 sample 7", fn=case_542, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1639 sample 7", fn=case_542, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1635 sample 0", fn=case_543, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1659 sample 0", fn=case_543, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1635 sample 1", fn=case_544, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1659 sample 1", fn=case_544, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1635 sample 2", fn=case_545, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1659 sample 2", fn=case_545, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1635 sample 3", fn=case_546, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1659 sample 3", fn=case_546, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1635 sample 4", fn=case_547, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1659 sample 4", fn=case_547, tensors=["tensors_0", "tensors_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1656 sample 0", fn=case_548, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1680 sample 0", fn=case_548, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1656 sample 1", fn=case_549, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1680 sample 1", fn=case_549, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1656 sample 2", fn=case_550, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1680 sample 2", fn=case_550, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1656 sample 3", fn=case_551, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1680 sample 3", fn=case_551, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1656 sample 4", fn=case_552, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1680 sample 4", fn=case_552, tensors=["tensors_0", "tensors_1"],
          free=[True, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1670 sample 0", fn=case_553, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1694 sample 0", fn=case_553, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1670 sample 1", fn=case_554, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1694 sample 1", fn=case_554, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1670 sample 2", fn=case_555, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1694 sample 2", fn=case_555, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1670 sample 3", fn=case_556, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1694 sample 3", fn=case_556, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1683 sample 0", fn=case_557, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1707 sample 0", fn=case_557, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1683 sample 1", fn=case_558, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1707 sample 1", fn=case_558, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1683 sample 2", fn=case_559, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1707 sample 2", fn=case_559, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1683 sample 3", fn=case_560, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1707 sample 3", fn=case_560, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1696 sample 0", fn=case_561, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1720 sample 0", fn=case_561, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1696 sample 1", fn=case_562, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1720 sample 1", fn=case_562, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1696 sample 2", fn=case_563, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1720 sample 2", fn=case_563, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1696 sample 3", fn=case_564, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1720 sample 3", fn=case_564, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1713 sample 0", fn=case_565, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1737 sample 0", fn=case_565, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1713 sample 1", fn=case_566, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1737 sample 1", fn=case_566, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1713 sample 2", fn=case_567, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1737 sample 2", fn=case_567, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1713 sample 3", fn=case_568, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1737 sample 3", fn=case_568, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1713 sample 4", fn=case_569, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1737 sample 4", fn=case_569, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:1713 sample 5", fn=case_570, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:1737 sample 5", fn=case_570, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1737 sample 0", fn=case_571, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1761 sample 0", fn=case_571, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1737 sample 1", fn=case_572, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1761 sample 1", fn=case_572, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1737 sample 2", fn=case_573, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1761 sample 2", fn=case_573, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1737 sample 3", fn=case_574, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1761 sample 3", fn=case_574, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:1737 sample 4", fn=case_575, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:1761 sample 4", fn=case_575, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1752 sample 0", fn=case_576, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1776 sample 0", fn=case_576, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1752 sample 1", fn=case_577, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1776 sample 1", fn=case_577, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:1752 sample 2", fn=case_578, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:1776 sample 2", fn=case_578, tensors=["self", "index", "source"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1765 sample 0", fn=case_579, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1789 sample 0", fn=case_579, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1765 sample 1", fn=case_580, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1789 sample 1", fn=case_580, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1765 sample 2", fn=case_581, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1789 sample 2", fn=case_581, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1765 sample 3", fn=case_582, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1789 sample 3", fn=case_582, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:1765 sample 4", fn=case_583, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:1789 sample 4", fn=case_583, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1788 sample 0", fn=case_584, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1812 sample 0", fn=case_584, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1788 sample 1", fn=case_585, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1812 sample 1", fn=case_585, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1788 sample 2", fn=case_586, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1812 sample 2", fn=case_586, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:1788 sample 3", fn=case_587, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:1812 sample 3", fn=case_587, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:1809 sample 0", fn=case_588, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:1833 sample 0", fn=case_588, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:1809 sample 1", fn=case_589, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:1833 sample 1", fn=case_589, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:1809 sample 2", fn=case_590, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:1833 sample 2", fn=case_590, tensors=["self", "index"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1822 sample 0", fn=case_591, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1846 sample 0", fn=case_591, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1822 sample 1", fn=case_592, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1846 sample 1", fn=case_592, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1822 sample 2", fn=case_593, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1846 sample 2", fn=case_593, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1822 sample 3", fn=case_594, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1846 sample 3", fn=case_594, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:1822 sample 4", fn=case_595, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:1846 sample 4", fn=case_595, tensors=["self", "index", "src"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1841 sample 0", fn=case_596, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1865 sample 0", fn=case_596, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1841 sample 1", fn=case_597, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1865 sample 1", fn=case_597, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1841 sample 2", fn=case_598, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1865 sample 2", fn=case_598, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:1841 sample 3", fn=case_599, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:1865 sample 3", fn=case_599, tensors=["weight", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:1855 sample 0", fn=case_600, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:1879 sample 0", fn=case_600, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:1855 sample 1", fn=case_601, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:1879 sample 1", fn=case_601, tensors=["grad_output", "indices"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1882 sample 0", fn=case_602, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1906 sample 0", fn=case_602, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1882 sample 1", fn=case_603, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1906 sample 1", fn=case_603, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1882 sample 2", fn=case_604, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1906 sample 2", fn=case_604, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:1882 sample 3", fn=case_605, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:1906 sample 3", fn=case_605, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1894 sample 0", fn=case_606, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1918 sample 0", fn=case_606, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1894 sample 1", fn=case_607, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1918 sample 1", fn=case_607, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1894 sample 2", fn=case_608, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1918 sample 2", fn=case_608, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:1894 sample 3", fn=case_609, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:1918 sample 3", fn=case_609, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1907 sample 0", fn=case_610, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1931 sample 0", fn=case_610, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1907 sample 1", fn=case_611, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1931 sample 1", fn=case_611, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1907 sample 2", fn=case_612, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1931 sample 2", fn=case_612, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1907 sample 3", fn=case_613, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1931 sample 3", fn=case_613, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:1907 sample 4", fn=case_614, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:1931 sample 4", fn=case_614, tensors=["self", "mask"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1922 sample 0", fn=case_615, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1946 sample 0", fn=case_615, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1922 sample 1", fn=case_616, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1946 sample 1", fn=case_616, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1922 sample 2", fn=case_617, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1946 sample 2", fn=case_617, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1922 sample 3", fn=case_618, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1946 sample 3", fn=case_618, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:1922 sample 4", fn=case_619, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:1946 sample 4", fn=case_619, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1936 sample 0", fn=case_620, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:1960 sample 0", fn=case_620, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1936 sample 1", fn=case_621, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1960 sample 1", fn=case_621, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1936 sample 2", fn=case_622, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:1960 sample 2", fn=case_622, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1936 sample 3", fn=case_623, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:1960 sample 3", fn=case_623, tensors=["self", "indices_0"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1936 sample 4", fn=case_624, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1960 sample 4", fn=case_624, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:1936 sample 5", fn=case_625, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:1960 sample 5", fn=case_625, tensors=["self", "indices_1"],
          free=[True, False], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1951 sample 0", fn=case_626, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:1975 sample 0", fn=case_626, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1951 sample 1", fn=case_627, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1975 sample 1", fn=case_627, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1951 sample 2", fn=case_628, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1975 sample 2", fn=case_628, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1951 sample 3", fn=case_629, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:1975 sample 3", fn=case_629, tensors=["self", "indices_0", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:1951 sample 4", fn=case_630, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:1975 sample 4", fn=case_630, tensors=["self", "indices_1", "values"],
          free=[True, False, True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 0 result values", fn=case_631, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 0 result values", fn=case_631, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 0 result indices", fn=case_632, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 0 result indices", fn=case_632, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 1 result values", fn=case_633, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 1 result values", fn=case_633, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 1 result indices", fn=case_634, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 1 result indices", fn=case_634, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 2 result values", fn=case_635, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 2 result values", fn=case_635, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 2 result indices", fn=case_636, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 2 result indices", fn=case_636, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 3 result values", fn=case_637, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 3 result values", fn=case_637, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 3 result indices", fn=case_638, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 3 result indices", fn=case_638, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 4 result values", fn=case_639, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 4 result values", fn=case_639, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:1966 sample 4 result indices", fn=case_640, tensors=["self"],
+    dict(op="sort", where="ops.yaml:1990 sample 4 result indices", fn=case_640, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1982 sample 0 result values", fn=case_641, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2006 sample 0 result values", fn=case_641, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1982 sample 0 result indices", fn=case_642, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2006 sample 0 result indices", fn=case_642, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1982 sample 1 result values", fn=case_643, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2006 sample 1 result values", fn=case_643, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:1982 sample 1 result indices", fn=case_644, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2006 sample 1 result indices", fn=case_644, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 0 result values", fn=case_645, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 0 result values", fn=case_645, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 0 result indices", fn=case_646, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 0 result indices", fn=case_646, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 1 result values", fn=case_647, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 1 result values", fn=case_647, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 1 result indices", fn=case_648, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 1 result indices", fn=case_648, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 2 result values", fn=case_649, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 2 result values", fn=case_649, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 2 result indices", fn=case_650, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 2 result indices", fn=case_650, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 3 result values", fn=case_651, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 3 result values", fn=case_651, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 3 result indices", fn=case_652, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 3 result indices", fn=case_652, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 4 result values", fn=case_653, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 4 result values", fn=case_653, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:1996 sample 4 result indices", fn=case_654, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2020 sample 4 result indices", fn=case_654, tensors=["self"],
          free=[False], dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2018 sample 0", fn=case_655, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2042 sample 0", fn=case_655, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2018 sample 1", fn=case_656, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2042 sample 1", fn=case_656, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2018 sample 2", fn=case_657, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2042 sample 2", fn=case_657, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2018 sample 3", fn=case_658, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2042 sample 3", fn=case_658, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 0", fn=case_659, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2061 sample 0", fn=case_659, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 1", fn=case_660, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2061 sample 1", fn=case_660, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 2", fn=case_661, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2061 sample 2", fn=case_661, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2037 sample 3", fn=case_662, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2061 sample 3", fn=case_662, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2052 sample 0", fn=case_663, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2076 sample 0", fn=case_663, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2052 sample 1", fn=case_664, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2076 sample 1", fn=case_664, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2065 sample 0", fn=case_665, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2089 sample 0", fn=case_665, tensors=["grad_output", "self"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2112 sample 0", fn=case_666, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2136 sample 0", fn=case_666, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2112 sample 1", fn=case_667, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2136 sample 1", fn=case_667, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2112 sample 2", fn=case_668, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2136 sample 2", fn=case_668, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2112 sample 3", fn=case_669, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2136 sample 3", fn=case_669, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2112 sample 4", fn=case_670, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2136 sample 4", fn=case_670, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2112 sample 5", fn=case_671, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2136 sample 5", fn=case_671, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2134 sample 0", fn=case_672, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2158 sample 0", fn=case_672, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2134 sample 1", fn=case_673, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2158 sample 1", fn=case_673, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2134 sample 2", fn=case_674, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2158 sample 2", fn=case_674, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2154 sample 0", fn=case_675, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2178 sample 0", fn=case_675, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2154 sample 1", fn=case_676, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2178 sample 1", fn=case_676, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2154 sample 2", fn=case_677, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2178 sample 2", fn=case_677, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2173 sample 0", fn=case_678, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2197 sample 0", fn=case_678, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 0", fn=case_679, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2215 sample 0", fn=case_679, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 1", fn=case_680, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2215 sample 1", fn=case_680, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 2", fn=case_681, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2215 sample 2", fn=case_681, tensors=["input", "weight", "bias"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2191 sample 3", fn=case_682, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2215 sample 3", fn=case_682, tensors=["input", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2207 sample 0", fn=case_683, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2231 sample 0", fn=case_683, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2207 sample 1", fn=case_684, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2231 sample 1", fn=case_684, tensors=["grad_output", "weight"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2220 sample 0", fn=case_685, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2244 sample 0", fn=case_685, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2220 sample 1", fn=case_686, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2244 sample 1", fn=case_686, tensors=["grad_output", "input"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2234 sample 0", fn=case_687, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2258 sample 0", fn=case_687, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2234 sample 1", fn=case_688, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2258 sample 1", fn=case_688, tensors=["grad_output"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 0 result values", fn=case_689, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 0 result values", fn=case_689, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 0 result indices", fn=case_690, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 0 result indices", fn=case_690, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 1 result values", fn=case_691, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 1 result values", fn=case_691, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 1 result indices", fn=case_692, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 1 result indices", fn=case_692, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 2 result values", fn=case_693, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 2 result values", fn=case_693, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 2 result indices", fn=case_694, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 2 result indices", fn=case_694, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 3 result values", fn=case_695, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 3 result values", fn=case_695, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2252 sample 3 result indices", fn=case_696, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2276 sample 3 result indices", fn=case_696, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2270 sample 0", fn=case_697, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2294 sample 0", fn=case_697, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2270 sample 1", fn=case_698, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2294 sample 1", fn=case_698, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2270 sample 2", fn=case_699, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2294 sample 2", fn=case_699, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2293 sample 0", fn=case_700, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2317 sample 0", fn=case_700, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2293 sample 1", fn=case_701, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2317 sample 1", fn=case_701, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2293 sample 2", fn=case_702, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2317 sample 2", fn=case_702, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2293 sample 3", fn=case_703, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2317 sample 3", fn=case_703, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2293 sample 4", fn=case_704, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2317 sample 4", fn=case_704, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2311 sample 0", fn=case_705, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2335 sample 0", fn=case_705, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2311 sample 1", fn=case_706, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2335 sample 1", fn=case_706, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2311 sample 2", fn=case_707, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2335 sample 2", fn=case_707, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2311 sample 3", fn=case_708, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2335 sample 3", fn=case_708, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2311 sample 4", fn=case_709, tensors=["self"],
+    dict(op="log_softmax.int", where="ops.yaml:2335 sample 4", fn=case_709, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2329 sample 0", fn=case_710, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2353 sample 0", fn=case_710, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2329 sample 1", fn=case_711, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2353 sample 1", fn=case_711, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2329 sample 2", fn=case_712, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2353 sample 2", fn=case_712, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2346 sample 0", fn=case_713, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2370 sample 0", fn=case_713, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2346 sample 1", fn=case_714, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2370 sample 1", fn=case_714, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2346 sample 2", fn=case_715, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2370 sample 2", fn=case_715, tensors=["grad_output", "output"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:2385 sample 0", fn=case_716, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2409 sample 0", fn=case_716, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2385 sample 1", fn=case_717, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2409 sample 1", fn=case_717, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2385 sample 2", fn=case_718, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2409 sample 2", fn=case_718, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2385 sample 3", fn=case_719, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2409 sample 3", fn=case_719, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:2385 sample 4", fn=case_720, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:2409 sample 4", fn=case_720, tensors=["input"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:2399 sample 0", fn=case_721, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2423 sample 0", fn=case_721, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2399 sample 1", fn=case_722, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2423 sample 1", fn=case_722, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2399 sample 2", fn=case_723, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2423 sample 2", fn=case_723, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2399 sample 3", fn=case_724, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2423 sample 3", fn=case_724, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:2399 sample 4", fn=case_725, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:2423 sample 4", fn=case_725, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2414 sample 0", fn=case_726, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2438 sample 0", fn=case_726, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2414 sample 1", fn=case_727, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2438 sample 1", fn=case_727, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2414 sample 2", fn=case_728, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2438 sample 2", fn=case_728, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2414 sample 3", fn=case_729, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2438 sample 3", fn=case_729, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:2414 sample 4", fn=case_730, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:2438 sample 4", fn=case_730, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 0", fn=case_731, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 0", fn=case_731, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 1", fn=case_732, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 1", fn=case_732, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 2", fn=case_733, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 2", fn=case_733, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 3", fn=case_734, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 3", fn=case_734, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 4", fn=case_735, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 4", fn=case_735, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:2429 sample 5", fn=case_736, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:2453 sample 5", fn=case_736, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2445 sample 0", fn=case_737, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2469 sample 0", fn=case_737, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2445 sample 1", fn=case_738, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2469 sample 1", fn=case_738, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2445 sample 2", fn=case_739, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2469 sample 2", fn=case_739, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2445 sample 3", fn=case_740, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2469 sample 3", fn=case_740, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:2445 sample 4", fn=case_741, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:2469 sample 4", fn=case_741, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 0", fn=case_742, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 0", fn=case_742, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 1", fn=case_743, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 1", fn=case_743, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 2", fn=case_744, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 2", fn=case_744, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 3", fn=case_745, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 3", fn=case_745, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 4", fn=case_746, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 4", fn=case_746, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:2461 sample 5", fn=case_747, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:2485 sample 5", fn=case_747, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 0", fn=case_748, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 0", fn=case_748, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 1", fn=case_749, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 1", fn=case_749, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 2", fn=case_750, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 2", fn=case_750, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 3", fn=case_751, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 3", fn=case_751, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 4", fn=case_752, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 4", fn=case_752, tensors=["self", "target", "pos_weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2477 sample 5", fn=case_753, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:2501 sample 5", fn=case_753, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2500 sample 0", fn=case_754, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2524 sample 0", fn=case_754, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2500 sample 1", fn=case_755, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2524 sample 1", fn=case_755, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2500 sample 2", fn=case_756, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2524 sample 2", fn=case_756, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2500 sample 3", fn=case_757, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2524 sample 3", fn=case_757, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2500 sample 4", fn=case_758, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:2524 sample 4", fn=case_758, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:2500 sample 5", fn=case_759, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:2524 sample 5", fn=case_759, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 0", fn=case_760, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 0", fn=case_760, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 1", fn=case_761, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 1", fn=case_761, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 2", fn=case_762, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 2", fn=case_762, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 3", fn=case_763, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 3", fn=case_763, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 4", fn=case_764, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 4", fn=case_764, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 5", fn=case_765, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 5", fn=case_765, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 6", fn=case_766, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 6", fn=case_766, tensors=["self", "target", "weight"],
          free=[True, False, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 7", fn=case_767, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 7", fn=case_767, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 8", fn=case_768, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 8", fn=case_768, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 9", fn=case_769, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 9", fn=case_769, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 10", fn=case_770, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 10", fn=case_770, tensors=["self", "target"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:2523 sample 11", fn=case_771, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:2547 sample 11", fn=case_771, tensors=["self", "target", "weight"],
          free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 0", fn=case_772, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 0", fn=case_772, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 1", fn=case_773, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 1", fn=case_773, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 2", fn=case_774, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 2", fn=case_774, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 3", fn=case_775, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 3", fn=case_775, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:2548 sample 4", fn=case_776, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:2572 sample 4", fn=case_776, tensors=["self", "target"],
          free=[True, False], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:2574 sample 0", fn=case_777, tensors=[],
+    dict(op="empty", where="ops.yaml:2598 sample 0", fn=case_777, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2574 sample 1", fn=case_778, tensors=[],
+    dict(op="empty", where="ops.yaml:2598 sample 1", fn=case_778, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:2574 sample 2", fn=case_779, tensors=[],
+    dict(op="empty", where="ops.yaml:2598 sample 2", fn=case_779, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:2581 sample 0", fn=case_780, tensors=[],
+    dict(op="zeros", where="ops.yaml:2605 sample 0", fn=case_780, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:2589 sample 0", fn=case_781, tensors=[],
+    dict(op="ones", where="ops.yaml:2613 sample 0", fn=case_781, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2604 sample 0", fn=case_782, tensors=[],
+    dict(op="full", where="ops.yaml:2628 sample 0", fn=case_782, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2604 sample 1", fn=case_783, tensors=[],
+    dict(op="full", where="ops.yaml:2628 sample 1", fn=case_783, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:2604 sample 2", fn=case_784, tensors=[],
+    dict(op="full", where="ops.yaml:2628 sample 2", fn=case_784, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2615 sample 0", fn=case_785, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2639 sample 0", fn=case_785, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2615 sample 1", fn=case_786, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2639 sample 1", fn=case_786, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:2615 sample 2", fn=case_787, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:2639 sample 2", fn=case_787, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2635 sample 0", fn=case_788, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2659 sample 0", fn=case_788, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2635 sample 1", fn=case_789, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2659 sample 1", fn=case_789, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2635 sample 2", fn=case_790, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2659 sample 2", fn=case_790, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:2635 sample 3", fn=case_791, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:2659 sample 3", fn=case_791, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2647 sample 0", fn=case_792, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2671 sample 0", fn=case_792, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2647 sample 1", fn=case_793, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2671 sample 1", fn=case_793, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:2647 sample 2", fn=case_794, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:2671 sample 2", fn=case_794, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:2652 sample 0", fn=case_795, tensors=[],
+    dict(op="arange", where="ops.yaml:2676 sample 0", fn=case_795, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2667 sample 0", fn=case_796, tensors=[],
+    dict(op="linspace", where="ops.yaml:2691 sample 0", fn=case_796, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2667 sample 1", fn=case_797, tensors=[],
+    dict(op="linspace", where="ops.yaml:2691 sample 1", fn=case_797, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:2667 sample 2", fn=case_798, tensors=[],
+    dict(op="linspace", where="ops.yaml:2691 sample 2", fn=case_798, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2679 sample 0", fn=case_799, tensors=[],
+    dict(op="eye", where="ops.yaml:2703 sample 0", fn=case_799, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:2679 sample 1", fn=case_800, tensors=[],
+    dict(op="eye", where="ops.yaml:2703 sample 1", fn=case_800, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2690 sample 0", fn=case_801, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2714 sample 0", fn=case_801, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:2690 sample 1", fn=case_802, tensors=[],
+    dict(op="eye.m", where="ops.yaml:2714 sample 1", fn=case_802, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:2694 sample 0", fn=case_803, tensors=[],
+    dict(op="rand", where="ops.yaml:2718 sample 0", fn=case_803, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:2705 sample 0", fn=case_804, tensors=[],
+    dict(op="randn", where="ops.yaml:2729 sample 0", fn=case_804, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2722 sample 0", fn=case_805, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2746 sample 0", fn=case_805, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:2722 sample 1", fn=case_806, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:2746 sample 1", fn=case_806, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2732 sample 0", fn=case_807, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2756 sample 0", fn=case_807, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:2732 sample 1", fn=case_808, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:2756 sample 1", fn=case_808, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:2743 sample 0", fn=case_809, tensors=[],
+    dict(op="randint", where="ops.yaml:2767 sample 0", fn=case_809, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:2743 sample 1", fn=case_810, tensors=[],
+    dict(op="randint", where="ops.yaml:2767 sample 1", fn=case_810, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:2754 sample 0", fn=case_811, tensors=[],
+    dict(op="randint.low", where="ops.yaml:2778 sample 0", fn=case_811, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2764 sample 0", fn=case_812, tensors=[],
+    dict(op="randperm", where="ops.yaml:2788 sample 0", fn=case_812, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:2764 sample 1", fn=case_813, tensors=[],
+    dict(op="randperm", where="ops.yaml:2788 sample 1", fn=case_813, tensors=[],
          free=[], dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2781 sample 0", fn=case_814, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2805 sample 0", fn=case_814, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2781 sample 1", fn=case_815, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2805 sample 1", fn=case_815, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:2781 sample 2", fn=case_816, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:2805 sample 2", fn=case_816, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2792 sample 0", fn=case_817, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2816 sample 0", fn=case_817, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2792 sample 1", fn=case_818, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2816 sample 1", fn=case_818, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:2792 sample 2", fn=case_819, tensors=["self"],
+    dict(op="normal", where="ops.yaml:2816 sample 2", fn=case_819, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2804 sample 0", fn=case_820, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2828 sample 0", fn=case_820, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2804 sample 1", fn=case_821, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2828 sample 1", fn=case_821, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:2804 sample 2", fn=case_822, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:2828 sample 2", fn=case_822, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="sum_to", where="ops.yaml:2817 sample 0", fn=case_823, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2841 sample 0", fn=case_823, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:2817 sample 1", fn=case_824, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:2841 sample 1", fn=case_824, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]
