@@ -13,7 +13,8 @@
  *
  * Register-blocked AVX-512 (or AVX2) kernels (gemm_small.h) read row- or column-major
  * operands in place and pack the others; with AVX2 only, large products go to BLIS with the
- * strides unchanged. The choice, and the thread count (one below a size threshold), is made
+ * strides unchanged. The choice, and the thread count (one below a size threshold; above
+ * it, more only while parallel products have recently paid off: gemm_threads.h), is made
  * inside.
  * Returns YT_OK, or an error recorded with yt__fail (a C stride layout that overlaps itself,
  * out of memory for the packing buffers). Thread-safe. */
