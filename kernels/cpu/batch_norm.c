@@ -1,0 +1,307 @@
+/* batch_norm on the CPU. The input is viewed as [N, C, S]; each channel's N runs of S contiguous
+ * elements are handled by one thread from start to end (statistics, then the output, or in the
+ * backward the two sums, then dx), so a channel is read while it is still in cache. Sums run in
+ * the compute type inside a run and in double across runs.
+ *
+ * Training uses the batch statistics and updates the running ones in place as PyTorch does:
+ * running = (1 - momentum) * running + momentum * batch, with the unbiased batch variance. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "norm.h"
+
+#define BN_BLOCK 2048
+
+#define BN_SUMS(NT, SUF)                                                                           \
+    /* sum of x and of (x - m)^2 over one run */                                                   \
+    static double sum_##SUF(const NT *x, int64_t n)                                                \
+    {                                                                                              \
+        double total = 0;                                                                          \
+        for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {                                             \
+            int64_t e = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n;                                     \
+            NT s = 0;                                                                              \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = i0; i < e; i++) s += x[i];       \
+            total += s;                                                                            \
+        }                                                                                          \
+        return total;                                                                              \
+    }                                                                                              \
+    static double sumsq_##SUF(const NT *x, int64_t n, NT m)                                        \
+    {                                                                                              \
+        double total = 0;                                                                          \
+        for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {                                             \
+            int64_t e = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n;                                     \
+            NT s = 0;                                                                              \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = i0; i < e; i++) s +=             \
+                (x[i] - m) * (x[i] - m);                                                           \
+            total += s;                                                                            \
+        }                                                                                          \
+        return total;                                                                              \
+    }                                                                                              \
+    /* sum of g and of g * (x - m) over one run */                                                 \
+    static void sums_bwd_##SUF(const NT *g, const NT *x, int64_t n, NT m, double *sg, double *sgx) \
+    {                                                                                              \
+        double a = 0, b = 0;                                                                       \
+        for (int64_t i0 = 0; i0 < n; i0 += BN_BLOCK) {                                             \
+            int64_t e = i0 + BN_BLOCK < n ? i0 + BN_BLOCK : n;                                     \
+            NT s = 0, t = 0;                                                                       \
+            _Pragma("omp simd reduction(+ : s, t)") for (int64_t i = i0; i < e; i++)               \
+            {                                                                                      \
+                s += g[i];                                                                         \
+                t += g[i] * (x[i] - m);                                                            \
+            }                                                                                      \
+            a += s;                                                                                \
+            b += t;                                                                                \
+        }                                                                                          \
+        *sg += a;                                                                                  \
+        *sgx += b;                                                                                 \
+    }                                                                                              \
+    /* y = x * a + b over one run */                                                               \
+    static void axpb_##SUF(NT *y, const NT *x, int64_t n, NT a, NT b)                              \
+    {                                                                                              \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = x[i] * a + b;                   \
+    }                                                                                              \
+    /* dx = k * g + c2 * x + c3 over one run */                                                    \
+    static void dx_##SUF(NT *dx, const NT *g, const NT *x, int64_t n, NT k, NT c2, NT c3)          \
+    {                                                                                              \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] = k * g[i] + c2 * x[i] + c3;     \
+    }
+
+BN_SUMS(float, f32)
+BN_SUMS(double, f64)
+
+/* Geometry of [N, C, S]. */
+typedef struct bn_geom {
+    int64_t n, c, s;
+} bn_geom;
+
+static bn_geom
+geom_of(const yt_tensor *x)
+{
+    bn_geom g = {x->dim > 0 ? x->sizes[0] : 1, x->dim > 1 ? x->sizes[1] : 1, 1};
+    for (int i = 2; i < x->dim; i++)
+        g.s *= x->sizes[i];
+    return g;
+}
+
+static int
+threads_for(int64_t work, int64_t channels)
+{
+    int nth = work >= YT_PARALLEL_GRAIN ? omp_get_max_threads() : 1;
+    return channels < nth ? (channels > 0 ? (int)channels : 1) : nth;
+}
+
+/* A [C] tensor's values as doubles (copied), or `fill` when t is NULL. */
+static yt_status
+load_channel(double *out, yt_tensor *t, int64_t c, double fill)
+{
+    if (t == NULL) {
+        for (int64_t i = 0; i < c; i++)
+            out[i] = fill;
+        return YT_OK;
+    }
+    yt_tensor *d = yt__norm_contig(t, YT_DTYPE_F64);
+    if (d == NULL)
+        return yt__last_status();
+    memcpy(out, yt__data_ptr(d), (size_t)c * sizeof *out);
+    yt_release(d);
+    return YT_OK;
+}
+
+/* Writes doubles into a [C] tensor of any dtype and strides. */
+static yt_status
+store_channel(yt_tensor *t, const double *v, int64_t c)
+{
+    if (t == NULL || t->numel == 0)
+        return YT_OK;
+    yt_tensor *d = yt__empty_like(t, YT_DTYPE_F64);
+    if (d == NULL)
+        return yt__last_status();
+    memcpy(yt__data_ptr(d), v, (size_t)c * sizeof *v);
+    yt_status st = yt__copy_into(t, d);
+    yt_release(d);
+    return st;
+}
+
+static yt_tensor *
+out_like(yt_tensor *t, yt_dtype cd)
+{
+    if (t->is_contiguous && t->dtype == cd)
+        return yt_retain(t);
+    return yt__empty_like(t, cd);
+}
+
+static yt_status
+finish(yt_tensor *t, yt_tensor *buf, yt_status st)
+{
+    if (buf != NULL && buf != t && st == YT_OK)
+        st = yt__copy_into(t, buf);
+    yt_release(buf);
+    return st;
+}
+
+yt_status
+yt__batchnorm_forward(yt_tensor *y, yt_tensor *save_mean, yt_tensor *save_invstd, yt_tensor *x,
+                      yt_tensor *weight, yt_tensor *bias, yt_tensor *running_mean,
+                      yt_tensor *running_var, bool training, double momentum, double eps)
+{
+    const bn_geom g = geom_of(x);
+    const int64_t count = g.n * g.s; /* values per channel */
+    yt_dtype cd = yt__norm_compute_dtype(x->dtype);
+    /* per channel: mean, invstd, weight, bias, then (training) batch var */
+    double *ch = yt__cpu_alloc((size_t)(5 * g.c + 1) * sizeof(double));
+    if (ch == NULL)
+        return yt__fail_status(YT_ERR_NOMEM, "batch_norm: out of memory");
+    double *mean = ch, *invstd = ch + g.c, *w = ch + 2 * g.c, *b = ch + 3 * g.c,
+           *var = ch + 4 * g.c;
+    yt_tensor *xc = yt__norm_contig(x, cd), *yb = xc ? out_like(y, cd) : NULL;
+    yt_status st = xc && yb ? YT_OK : yt__last_status();
+    if (st == YT_OK)
+        st = load_channel(w, weight, g.c, 1.0);
+    if (st == YT_OK)
+        st = load_channel(b, bias, g.c, 0.0);
+    if (st == YT_OK && !training) {
+        st = load_channel(mean, running_mean, g.c, 0.0);
+        if (st == YT_OK)
+            st = load_channel(var, running_var, g.c, 1.0);
+        for (int64_t c = 0; st == YT_OK && c < g.c; c++)
+            invstd[c] = 1.0 / sqrt(var[c] + eps);
+    }
+    if (st == YT_OK) {
+        const int64_t N = g.n, C = g.c, S = g.s;
+        const char *xd = yt__data_ptr(xc);
+        char *yd = yt__data_ptr(yb);
+        int nth = threads_for(x->numel, C);
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
+        for (int64_t c = 0; c < C; c++) {
+            if (training) {
+                double s = 0, q = 0;
+                for (int64_t n = 0; n < N; n++)
+                    s += cd == YT_DTYPE_F64 ? sum_f64((const double *)xd + (n * C + c) * S, S)
+                                            : sum_f32((const float *)xd + (n * C + c) * S, S);
+                double m = s / (double)count;
+                for (int64_t n = 0; n < N; n++)
+                    q += cd == YT_DTYPE_F64
+                             ? sumsq_f64((const double *)xd + (n * C + c) * S, S, m)
+                             : sumsq_f32((const float *)xd + (n * C + c) * S, S, (float)m);
+                mean[c] = m;
+                var[c] = q / (double)count;
+                invstd[c] = 1.0 / sqrt(var[c] + eps);
+            }
+            double a = invstd[c] * w[c], sh = b[c] - mean[c] * a;
+            for (int64_t n = 0; n < N; n++) {
+                int64_t o = (n * C + c) * S;
+                if (cd == YT_DTYPE_F64)
+                    axpb_f64((double *)yd + o, (const double *)xd + o, S, a, sh);
+                else
+                    axpb_f32((float *)yd + o, (const float *)xd + o, S, (float)a, (float)sh);
+            }
+        }
+    }
+    st = finish(y, yb, st);
+    if (st == YT_OK && training) {
+        st = store_channel(save_mean, mean, g.c);
+        if (st == YT_OK)
+            st = store_channel(save_invstd, invstd, g.c);
+        /* running stats: (1 - momentum) * old + momentum * new, unbiased variance */
+        if (st == YT_OK && running_mean != NULL) {
+            st = load_channel(w, running_mean, g.c, 0.0);
+            for (int64_t c = 0; c < g.c; c++)
+                w[c] = (1.0 - momentum) * w[c] + momentum * mean[c];
+            if (st == YT_OK && (st = store_channel(running_mean, w, g.c)) == YT_OK)
+                yt__bump_version(running_mean);
+        }
+        if (st == YT_OK && running_var != NULL) {
+            st = load_channel(w, running_var, g.c, 0.0);
+            double unbias = count > 1 ? (double)count / (double)(count - 1) : 1.0;
+            for (int64_t c = 0; c < g.c; c++)
+                w[c] = (1.0 - momentum) * w[c] + momentum * var[c] * unbias;
+            if (st == YT_OK && (st = store_channel(running_var, w, g.c)) == YT_OK)
+                yt__bump_version(running_var);
+        }
+    }
+    yt_release(xc);
+    yt__cpu_free(ch, (size_t)(5 * g.c + 1) * sizeof(double));
+    return st;
+}
+
+yt_status
+yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *dy, yt_tensor *x,
+                       yt_tensor *weight, yt_tensor *running_mean, yt_tensor *running_var,
+                       yt_tensor *save_mean, yt_tensor *save_invstd, bool training, double eps)
+{
+    const bn_geom g = geom_of(x);
+    const int64_t count = g.n * g.s;
+    yt_dtype cd = yt__norm_compute_dtype(x->dtype);
+    /* per channel: mean, invstd, weight, sum dy, sum dy*(x-mean) */
+    size_t ch_bytes = (size_t)(5 * g.c + 1) * sizeof(double);
+    double *ch = yt__cpu_alloc(ch_bytes);
+    if (ch == NULL)
+        return yt__fail_status(YT_ERR_NOMEM, "native_batch_norm_backward: out of memory");
+    double *mean = ch, *invstd = ch + g.c, *w = ch + 2 * g.c, *sg = ch + 3 * g.c,
+           *sgx = ch + 4 * g.c;
+    yt_tensor *xc = yt__norm_contig(x, cd), *gc = yt__norm_contig(dy, cd);
+    yt_tensor *dxb = dx && xc && gc ? out_like(dx, cd) : NULL;
+    yt_status st = xc && gc && (!dx || dxb) ? YT_OK : yt__last_status();
+    if (st == YT_OK)
+        st = load_channel(w, weight, g.c, 1.0);
+    if (st == YT_OK && training) {
+        st = load_channel(mean, save_mean, g.c, 0.0);
+        if (st == YT_OK)
+            st = load_channel(invstd, save_invstd, g.c, 0.0);
+    } else if (st == YT_OK) {
+        st = load_channel(mean, running_mean, g.c, 0.0);
+        if (st == YT_OK)
+            st = load_channel(invstd, running_var, g.c, 1.0);
+        for (int64_t c = 0; c < g.c; c++)
+            invstd[c] = 1.0 / sqrt(invstd[c] + eps);
+    }
+    if (st == YT_OK) {
+        const int64_t N = g.n, C = g.c, S = g.s;
+        const char *xd = yt__data_ptr(xc), *gd = yt__data_ptr(gc);
+        char *dxd = dxb ? yt__data_ptr(dxb) : NULL;
+        const bool need_sums = training || dw || db;
+        int nth = threads_for(x->numel, C);
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
+        for (int64_t c = 0; c < C; c++) {
+            sg[c] = sgx[c] = 0;
+            for (int64_t n = 0; need_sums && n < N; n++) {
+                int64_t o = (n * C + c) * S;
+                if (cd == YT_DTYPE_F64)
+                    sums_bwd_f64((const double *)gd + o, (const double *)xd + o, S, mean[c], &sg[c],
+                                 &sgx[c]);
+                else
+                    sums_bwd_f32((const float *)gd + o, (const float *)xd + o, S, (float)mean[c],
+                                 &sg[c], &sgx[c]);
+            }
+            if (dxd == NULL)
+                continue;
+            double k = invstd[c] * w[c], c2 = 0, c3 = 0;
+            if (training && count > 0) {
+                c2 = -k * invstd[c] * invstd[c] * sgx[c] / (double)count;
+                c3 = -k * sg[c] / (double)count - c2 * mean[c];
+            }
+            for (int64_t n = 0; n < N; n++) {
+                int64_t o = (n * C + c) * S;
+                if (cd == YT_DTYPE_F64)
+                    dx_f64((double *)dxd + o, (const double *)gd + o, (const double *)xd + o, S, k,
+                           c2, c3);
+                else
+                    dx_f32((float *)dxd + o, (const float *)gd + o, (const float *)xd + o, S,
+                           (float)k, (float)c2, (float)c3);
+            }
+        }
+        for (int64_t c = 0; c < C; c++)
+            sgx[c] *= invstd[c];
+    }
+    if (dx)
+        st = finish(dx, dxb, st);
+    if (st == YT_OK)
+        st = store_channel(dw, sgx, g.c);
+    if (st == YT_OK)
+        st = store_channel(db, sg, g.c);
+    yt_release(xc);
+    yt_release(gc);
+    yt__cpu_free(ch, ch_bytes);
+    return st;
+}

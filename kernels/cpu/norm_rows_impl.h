@@ -1,0 +1,193 @@
+/* Typed loops of the row-normalisation engine (norm_rows.c includes this once per compute
+ * type, with NT = float or double and FN(name) giving each function a per-type name).
+ *
+ * Sums run in NT lanes inside blocks of NORM_BLOCK elements (so the loops vectorise) and in
+ * double across blocks, which keeps long rows accurate. */
+
+/* sum of x[0..n) */
+static double
+FN(sum)(const NT *x, int64_t n)
+{
+    double total = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
+        int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
+        NT s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = i0; i < e; i++)
+            s += x[i];
+        total += s;
+    }
+    return total;
+}
+
+/* sum of (x - m)^2 over x[0..n) */
+static double
+FN(sumsq)(const NT *x, int64_t n, NT m)
+{
+    double total = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
+        int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
+        NT s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = i0; i < e; i++)
+            s += (x[i] - m) * (x[i] - m);
+        total += s;
+    }
+    return total;
+}
+
+/* sum of dy * w (a) and dy * w * x (b) over one row of n, w = 1 when NULL */
+static void
+FN(dot2)(const NT *dy, const NT *x, const NT *w, int64_t n, double *a, double *b)
+{
+    double ta = 0, tb = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_BLOCK) {
+        int64_t e = i0 + NORM_BLOCK < n ? i0 + NORM_BLOCK : n;
+        NT sa = 0, sb = 0;
+        if (w) {
+#pragma omp simd reduction(+ : sa, sb)
+            for (int64_t i = i0; i < e; i++) {
+                NT g = dy[i] * w[i];
+                sa += g;
+                sb += g * x[i];
+            }
+        } else {
+#pragma omp simd reduction(+ : sa, sb)
+            for (int64_t i = i0; i < e; i++) {
+                sa += dy[i];
+                sb += dy[i] * x[i];
+            }
+        }
+        ta += sa;
+        tb += sb;
+    }
+    *a = ta;
+    *b = tb;
+}
+
+/* Rows [r0, r1) of the forward. */
+static void
+FN(forward_rows)(const NT *x, NT *y, NT *mean, NT *rstd, const NT *w, const NT *b,
+                 const yt__rownorm *p, int64_t r0, int64_t r1)
+{
+    const int64_t D = p->row_len, S = p->inner, K = S > 0 ? D / S : 0;
+    for (int64_t r = r0; r < r1; r++) {
+        const NT *xr = x + r * D;
+        NT *yr = y + r * D;
+        double m = p->center ? FN(sum)(xr, D) / (double)D : 0.0;
+        double var = FN(sumsq)(xr, D, (NT)m) / (double)D;
+        double rs = 1.0 / sqrt(var + p->eps);
+        if (mean)
+            mean[r] = (NT)m;
+        rstd[r] = (NT)rs;
+        const NT *wr = w ? w + (r % p->groups) * K : NULL;
+        const NT *br = b ? b + (r % p->groups) * K : NULL;
+        const NT mm = (NT)m, rr = (NT)rs;
+        if (S == 1) {
+            if (wr && br) {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    yr[i] = (xr[i] - mm) * rr * wr[i] + br[i];
+            } else if (wr) {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    yr[i] = (xr[i] - mm) * rr * wr[i];
+            } else if (br) {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    yr[i] = (xr[i] - mm) * rr + br[i];
+            } else {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    yr[i] = (xr[i] - mm) * rr;
+            }
+            continue;
+        }
+        for (int64_t k = 0; k < K; k++) {
+            const NT sc = rr * (wr ? wr[k] : (NT)1);
+            const NT sh = (br ? br[k] : (NT)0) - mm * sc;
+            const NT *xs = xr + k * S;
+            NT *ys = yr + k * S;
+#pragma omp simd
+            for (int64_t s = 0; s < S; s++)
+                ys[s] = xs[s] * sc + sh;
+        }
+    }
+}
+
+/* Rows [r0, r1) of the backward. dwacc/dbacc (length G*K, may be NULL) receive this thread's
+ * sums of dy * xhat and dy. */
+static void
+FN(backward_rows)(const NT *dy, const NT *x, const NT *mean, const NT *rstd, const NT *w, NT *dx,
+                  NT *dwacc, NT *dbacc, const yt__rownorm *p, int64_t r0, int64_t r1)
+{
+    const int64_t D = p->row_len, S = p->inner, K = S > 0 ? D / S : 0;
+    for (int64_t r = r0; r < r1; r++) {
+        const NT *xr = x + r * D, *gr = dy + r * D;
+        const int64_t base = (r % p->groups) * K;
+        const NT *wr = w ? w + base : NULL;
+        NT *dwr = dwacc ? dwacc + base : NULL, *dbr = dbacc ? dbacc + base : NULL;
+        const double m = p->center ? (double)mean[r] : 0.0, rs = (double)rstd[r];
+        const NT mm = (NT)m, rr = (NT)rs;
+        double a = 0, bs = 0; /* sum dy*w and sum dy*w*x over the row */
+        if (S == 1) {
+            if (dx)
+                FN(dot2)(gr, xr, wr, D, &a, &bs);
+            if (dwr) {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    dwr[i] += gr[i] * (xr[i] - mm) * rr;
+            }
+            if (dbr) {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    dbr[i] += gr[i];
+            }
+        } else {
+            for (int64_t k = 0; k < K; k++) {
+                const NT *xs = xr + k * S, *gs = gr + k * S;
+                NT ds = 0, db = 0;
+#pragma omp simd reduction(+ : ds, db)
+                for (int64_t s = 0; s < S; s++) {
+                    ds += gs[s] * xs[s];
+                    db += gs[s];
+                }
+                double wk = wr ? (double)wr[k] : 1.0;
+                a += db * wk;
+                bs += ds * wk;
+                if (dwr)
+                    dwr[k] += (NT)(((double)ds - m * db) * rs);
+                if (dbr)
+                    dbr[k] += db;
+            }
+        }
+        if (!dx)
+            continue;
+        /* dx = rs * w * dy + c2 * x + c3 (the mean and variance terms folded into c2, c3) */
+        const double r3 = rs * rs * rs / (double)D;
+        const double c2d = p->center ? (a * m - bs) * r3 : -bs * r3;
+        const NT c2 = (NT)c2d;
+        const NT c3 = p->center ? (NT)(-c2d * m - a * rs / (double)D) : (NT)0;
+        NT *dxr = dx + r * D;
+        if (S == 1) {
+            if (wr) {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    dxr[i] = rr * wr[i] * gr[i] + c2 * xr[i] + c3;
+            } else {
+#pragma omp simd
+                for (int64_t i = 0; i < D; i++)
+                    dxr[i] = rr * gr[i] + c2 * xr[i] + c3;
+            }
+            continue;
+        }
+        for (int64_t k = 0; k < K; k++) {
+            const NT sc = rr * (wr ? wr[k] : (NT)1);
+            const NT *xs = xr + k * S, *gs = gr + k * S;
+            NT *dxs = dxr + k * S;
+#pragma omp simd
+            for (int64_t s = 0; s < S; s++)
+                dxs[s] = sc * gs[s] + c2 * xs[s] + c3;
+        }
+    }
+}
