@@ -162,6 +162,7 @@ test-asan:
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
 bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/overhead.sh $(BUILD)
+	$(Q)bench/norm.sh $(BUILD)
 
 deps-bench:
 	$(Q)scripts/deps.sh bench
@@ -170,6 +171,9 @@ $(BUILD)/bench/%_torch: bench/%_torch.cpp
 	@mkdir -p $(@D)
 	$(QUIET_LINK)g++ -std=c++17 -O2 -I/usr/include/torch/csrc/api/include $< -o $@ \
 	  -ltorch -ltorch_cpu -lc10
+
+# bench/norm.c times the norm kernels below the op layer, so it sees the internal headers.
+$(BUILD)/bench/norm: CPPFLAGS_TEST += -Iruntime -Igenerated -Ikernels/cpu
 
 $(BUILD)/bench/%: bench/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
