@@ -9,7 +9,8 @@
 #ifndef YT_KERNELS_CPU_NORM_H
 #define YT_KERNELS_CPU_NORM_H
 
-#include "kernels.h"
+/* by path, so the tests and benchmarks can include this header too */
+#include "../../runtime/internal.h"
 
 typedef struct yt__rownorm {
     int64_t rows;    /* M */

@@ -1,0 +1,269 @@
+/* Normalization kernels (kernels/cpu/norm_rows.c, batch_norm.c) against naive double-precision
+ * references: values, gradients, running statistics with PyTorch's update rule, f32 accuracy
+ * far from zero, f16 inputs, strided inputs, zero-size inputs. The generated per-op tests
+ * cover the public ops' checks, gradcheck and the PyTorch differential cases. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test_util.h"
+
+#include "../../kernels/cpu/norm.h"
+
+static yt_tensor *
+from(const double *v, const int64_t *sizes, int dim, yt_dtype dt)
+{
+    yt_tensor *d = yt_tensor_from_data(v, sizes, dim, YT_DTYPE_F64);
+    if (dt == YT_DTYPE_F64)
+        return d;
+    yt_tensor *t = yt_to(d, dt);
+    yt_release(d);
+    return t;
+}
+
+static double
+at(yt_tensor *t, int64_t i)
+{
+    yt_tensor *c = yt__norm_contig(t, YT_DTYPE_F64);
+    double v = ((const double *)yt__data_ptr(c))[i];
+    yt_release(c);
+    return v;
+}
+
+static void
+fill(double *v, int64_t n, unsigned seed, double offset)
+{
+    srand(seed);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = offset + (double)rand() / RAND_MAX * 2.0 - 1.0;
+}
+
+/* Naive layer norm of rows x[M][D] with weight w[D] (NULL: none), and its backward. */
+static void
+ref_layer_norm(const double *x, const double *w, const double *dy, int64_t M, int64_t D, double eps,
+               double *y, double *dx, double *dw)
+{
+    if (dw)
+        memset(dw, 0, (size_t)D * sizeof *dw);
+    for (int64_t r = 0; r < M; r++) {
+        const double *xr = x + r * D;
+        double m = 0, v = 0;
+        for (int64_t i = 0; i < D; i++)
+            m += xr[i] / D;
+        for (int64_t i = 0; i < D; i++)
+            v += (xr[i] - m) * (xr[i] - m) / D;
+        double rs = 1 / sqrt(v + eps), a = 0, b = 0;
+        for (int64_t i = 0; i < D; i++) {
+            double xh = (xr[i] - m) * rs, g = dy[r * D + i] * (w ? w[i] : 1);
+            y[r * D + i] = xh * (w ? w[i] : 1);
+            a += g / D;
+            b += g * xh / D;
+            if (dw)
+                dw[i] += dy[r * D + i] * xh;
+        }
+        for (int64_t i = 0; i < D; i++) {
+            double xh = (xr[i] - m) * rs, g = dy[r * D + i] * (w ? w[i] : 1);
+            dx[r * D + i] = rs * (g - a - xh * b);
+        }
+    }
+}
+
+Test(norm, layer_norm_matches_reference_f64_and_f32)
+{
+    enum { M = 37, D = 70 };
+    static double x[M * D], dy[M * D], w[D], y[M * D], dx[M * D], dw[D];
+    fill(x, M * D, 1, 0.5);
+    fill(dy, M * D, 2, 0);
+    fill(w, D, 3, 1);
+    ref_layer_norm(x, w, dy, M, D, 1e-5, y, dx, dw);
+    yt_dtype dts[] = {YT_DTYPE_F64, YT_DTYPE_F32};
+    for (int k = 0; k < 2; k++) {
+        double tol = k == 0 ? 1e-12 : 2e-5;
+        int64_t xs[] = {M, D}, ws[] = {D}, ms[] = {M};
+        yt_tensor *tx = from(x, xs, 2, dts[k]), *tdy = from(dy, xs, 2, dts[k]);
+        yt_tensor *tw = from(w, ws, 1, dts[k]);
+        yt_tensor *ty = yt_zeros_like(tx), *tdx = yt_zeros_like(tx), *tdw = yt_zeros_like(tw),
+                  *tdb = yt_zeros_like(tw);
+        yt_tensor *tm = yt_zeros_ex(ms, 1, dts[k], YT_DEVICE_CPU), *tr = yt_zeros_like(tm);
+        yt__rownorm p = {M, D, 1, 1, 1e-5, true};
+        cr_assert_eq(yt__rownorm_forward(ty, tm, tr, tx, tw, NULL, &p), YT_OK, "%s", yt_errmsg());
+        cr_assert_eq(yt__rownorm_backward(tdx, tdw, tdb, tdy, tx, tm, tr, tw, &p), YT_OK);
+        for (int64_t i = 0; i < M * D; i += 7) {
+            cr_assert_float_eq(at(ty, i), y[i], tol * 10, "y[%ld]", (long)i);
+            cr_assert_float_eq(at(tdx, i), dx[i], tol * 10, "dx[%ld]", (long)i);
+        }
+        for (int64_t i = 0; i < D; i++) {
+            double sdy = 0;
+            for (int64_t r = 0; r < M; r++)
+                sdy += dy[r * D + i];
+            cr_assert_float_eq(at(tdw, i), dw[i], tol * 100, "dw[%ld]", (long)i);
+            cr_assert_float_eq(at(tdb, i), sdy, tol * 100, "db[%ld]", (long)i);
+        }
+        yt_tensor *all[] = {tx, tdy, tw, ty, tdx, tdw, tdb, tm, tr};
+        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+            yt_release(all[j]);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* f32 rows far from zero: the two-pass variance keeps full accuracy (a one-pass E[x^2] - E[x]^2
+ * in float would lose every digit at 1e4). */
+Test(norm, layer_norm_f32_far_from_zero)
+{
+    enum { M = 4, D = 1000 };
+    static double x[M * D], y[M * D], dx[M * D], dy[M * D];
+    fill(x, M * D, 5, 1e4);
+    fill(dy, M * D, 6, 0);
+    ref_layer_norm(x, NULL, dy, M, D, 1e-5, y, dx, NULL);
+    int64_t xs[] = {M, D}, ms[] = {M};
+    yt_tensor *tx = from(x, xs, 2, YT_DTYPE_F32), *ty = yt_zeros_like(tx);
+    yt_tensor *tr = yt_zeros(ms, 1);
+    yt__rownorm p = {M, D, 1, 1, 1e-5, true};
+    /* the input itself is rounded to f32: compare with the reference of the rounded values */
+    for (int64_t i = 0; i < M * D; i++)
+        x[i] = at(tx, i);
+    ref_layer_norm(x, NULL, dy, M, D, 1e-5, y, dx, NULL);
+    yt_tensor *tm = yt_zeros(ms, 1);
+    cr_assert_eq(yt__rownorm_forward(ty, tm, tr, tx, NULL, NULL, &p), YT_OK);
+    for (int64_t i = 0; i < M * D; i += 13)
+        cr_assert_float_eq(at(ty, i), y[i], 2e-3, "y[%ld]=%g expected %g", (long)i, at(ty, i),
+                           y[i]);
+    yt_release(tx);
+    yt_release(ty);
+    yt_release(tr);
+    yt_release(tm);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Strided (transposed) and f16 inputs go through the same code with a converted copy. */
+Test(norm, layer_norm_strided_and_f16)
+{
+    enum { M = 6, D = 9 };
+    static double x[M * D], y[M * D], dx[M * D], dy[M * D];
+    fill(x, M * D, 7, 0);
+    memset(dy, 0, sizeof dy);
+    ref_layer_norm(x, NULL, dy, M, D, 1e-5, y, dx, NULL);
+    int64_t ts[] = {D, M}, xs[] = {M, D}, ms[] = {M};
+    /* the rows of a transposed [D, M] tensor */
+    static double xt[M * D];
+    for (int r = 0; r < M; r++)
+        for (int i = 0; i < D; i++)
+            xt[i * M + r] = x[r * D + i];
+    yt_tensor *base = from(xt, ts, 2, YT_DTYPE_F64), *tx = yt_t(base);
+    yt_tensor *ty = yt_zeros(xs, 2), *tr = yt_zeros(ms, 1), *tm = yt_zeros(ms, 1);
+    yt__rownorm p = {M, D, 1, 1, 1e-5, true};
+    cr_assert_eq(yt__rownorm_forward(ty, tm, tr, tx, NULL, NULL, &p), YT_OK);
+    for (int64_t i = 0; i < M * D; i++)
+        cr_assert_float_eq(at(ty, i), y[i], 1e-5);
+    yt_tensor *h = yt_to(tx, YT_DTYPE_F16), *yh = yt_to(ty, YT_DTYPE_F16);
+    cr_assert_eq(yt__rownorm_forward(yh, tm, tr, h, NULL, NULL, &p), YT_OK);
+    for (int64_t i = 0; i < M * D; i++)
+        cr_assert_float_eq(at(yh, i), y[i], 1e-2);
+    yt_tensor *all[] = {base, tx, ty, tr, tm, h, yh};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* PyTorch's rule: running = (1 - momentum) * running + momentum * batch stat, with the unbiased
+ * variance; eval normalises with the running stats. */
+Test(norm, batch_norm_running_stats)
+{
+    /* x [2, 2, 2]: channel 0 holds 1, 2, 3, 4; channel 1 holds 10, 10, 10, 14 */
+    double xv[] = {1, 2, 10, 10, 3, 4, 10, 14};
+    int64_t xs[] = {2, 2, 2}, cs[] = {2};
+    yt_tensor *x = from(xv, xs, 3, YT_DTYPE_F32);
+    yt_tensor *rm = yt_zeros(cs, 1), *rv = yt_ones(cs, 1);
+    yt_tensor *y = yt_zeros_like(x), *sm = yt_zeros(cs, 1), *si = yt_zeros(cs, 1);
+    uint64_t v0 = yt_tensor_version(rm);
+    cr_assert_eq(yt__batchnorm_forward(y, sm, si, x, NULL, NULL, rm, rv, true, 0.1, 1e-5), YT_OK);
+    cr_assert_gt(yt_tensor_version(rm), v0, "running_mean is written in place");
+    cr_assert_float_eq(at(rm, 0), 0.1 * 2.5, 1e-6);
+    cr_assert_float_eq(at(rm, 1), 0.1 * 11, 1e-6);
+    /* biased var 1.25 and 3; unbiased 5/3 and 4 */
+    cr_assert_float_eq(at(rv, 0), 0.9 + 0.1 * 5.0 / 3.0, 1e-6);
+    cr_assert_float_eq(at(rv, 1), 0.9 + 0.1 * 4.0, 1e-6);
+    cr_assert_float_eq(at(sm, 1), 11, 1e-6);
+    cr_assert_float_eq(at(si, 0), 1 / sqrt(1.25 + 1e-5), 1e-6);
+    cr_assert_float_eq(at(y, 0), (1 - 2.5) / sqrt(1.25 + 1e-5), 1e-5);
+    /* eval: (x - running_mean) / sqrt(running_var + eps), stats untouched */
+    double rm0 = at(rm, 0), rv0 = at(rv, 0);
+    cr_assert_eq(yt__batchnorm_forward(y, sm, si, x, NULL, NULL, rm, rv, false, 0.1, 1e-5), YT_OK);
+    cr_assert_float_eq(at(y, 0), (1 - rm0) / sqrt(rv0 + 1e-5), 1e-5);
+    cr_assert_float_eq(at(rm, 0), rm0, 0);
+    yt_tensor *all[] = {x, rm, rv, y, sm, si};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Gradient of sum(dy * batch_norm(x)) by central differences, in f64, training mode. */
+Test(norm, batch_norm_backward_matches_finite_differences)
+{
+    enum { N = 3, C = 2, S = 4, T = N * C * S };
+    double xv[T], dyv[T], wv[C] = {0.7, -1.3}, bv[C] = {0.1, 0.2};
+    fill(xv, T, 11, 0);
+    fill(dyv, T, 12, 0);
+    int64_t xs[] = {N, C, S}, cs[] = {C};
+    yt_tensor *w = from(wv, cs, 1, YT_DTYPE_F64), *b = from(bv, cs, 1, YT_DTYPE_F64);
+    yt_tensor *dy = from(dyv, xs, 3, YT_DTYPE_F64);
+    yt_tensor *sm = yt_zeros_ex(cs, 1, YT_DTYPE_F64, YT_DEVICE_CPU), *si = yt_zeros_like(sm);
+    double loss[2];
+    double fd[T];
+    for (int i = 0; i < T; i++) {
+        for (int side = 0; side < 2; side++) {
+            double xp[T];
+            memcpy(xp, xv, sizeof xp);
+            xp[i] += side ? -1e-6 : 1e-6;
+            yt_tensor *x = from(xp, xs, 3, YT_DTYPE_F64), *y = yt_zeros_like(x);
+            yt__batchnorm_forward(y, sm, si, x, w, b, NULL, NULL, true, 0.1, 1e-5);
+            loss[side] = 0;
+            for (int j = 0; j < T; j++)
+                loss[side] += at(y, j) * dyv[j];
+            yt_release(x);
+            yt_release(y);
+        }
+        fd[i] = (loss[0] - loss[1]) / 2e-6;
+    }
+    yt_tensor *x = from(xv, xs, 3, YT_DTYPE_F64), *y = yt_zeros_like(x), *dx = yt_zeros_like(x);
+    yt_tensor *dw = yt_zeros_like(w), *db = yt_zeros_like(w);
+    cr_assert_eq(yt__batchnorm_forward(y, sm, si, x, w, b, NULL, NULL, true, 0.1, 1e-5), YT_OK);
+    cr_assert_eq(yt__batchnorm_backward(dx, dw, db, dy, x, w, NULL, NULL, sm, si, true, 1e-5),
+                 YT_OK);
+    for (int i = 0; i < T; i++)
+        cr_assert_float_eq(at(dx, i), fd[i], 1e-6, "dx[%d]=%g, finite differences %g", i, at(dx, i),
+                           fd[i]);
+    yt_tensor *all[] = {w, b, dy, sm, si, x, y, dx, dw, db};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* Zero rows, and a NaN in one row that stays in that row. */
+Test(norm, zero_size_and_nan)
+{
+    int64_t zs[] = {0, 5}, ms[] = {0};
+    yt_tensor *x = yt_zeros(zs, 2), *y = yt_zeros(zs, 2), *m = yt_zeros(ms, 1),
+              *r = yt_zeros(ms, 1);
+    yt__rownorm p = {0, 5, 1, 1, 1e-5, true};
+    cr_assert_eq(yt__rownorm_forward(y, m, r, x, NULL, NULL, &p), YT_OK);
+    yt_tensor *all0[] = {x, y, m, r};
+    for (size_t j = 0; j < 4; j++)
+        yt_release(all0[j]);
+    double xv[] = {1, NAN, 3, 1, 2, 3};
+    int64_t xs[] = {2, 3}, rs[] = {2};
+    x = from(xv, xs, 2, YT_DTYPE_F32);
+    y = yt_zeros_like(x);
+    m = yt_zeros(rs, 1);
+    r = yt_zeros(rs, 1);
+    yt__rownorm q = {2, 3, 1, 1, 1e-5, true};
+    cr_assert_eq(yt__rownorm_forward(y, m, r, x, NULL, NULL, &q), YT_OK);
+    cr_assert(isnan(at(y, 0)) && isnan(at(y, 2)));
+    cr_assert_float_eq(at(y, 3), -1 / sqrt(2.0 / 3 + 1e-5), 1e-5);
+    yt_tensor *all[] = {x, y, m, r};
+    for (size_t j = 0; j < 4; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
