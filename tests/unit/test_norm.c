@@ -267,3 +267,97 @@ Test(norm, zero_size_and_nan)
         yt_release(all[j]);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* ---------------------------------------------------------------- scaled_dot_product_attention */
+
+#include "../../kernels/composite/attention.h"
+
+/* Naive attention for one batch entry: q [L, E], k [S, E], v [S, F]; mask kind 0 none,
+ * 1 causal, 2 bool (keep[l][s]), 3 float (add[l][s]). */
+static void
+ref_attention(const double *q, const double *k, const double *v, int L, int S, int E, int F,
+              int kind, const double *mask, double *out)
+{
+    for (int l = 0; l < L; l++) {
+        double sc[16], mx = -INFINITY, z = 0;
+        for (int s = 0; s < S; s++) {
+            double d = 0;
+            for (int e = 0; e < E; e++)
+                d += q[l * E + e] * k[s * E + e];
+            d /= sqrt((double)E);
+            if ((kind == 1 && s > l) || (kind == 2 && mask[l * S + s] == 0))
+                d = -INFINITY;
+            if (kind == 3)
+                d += mask[l * S + s];
+            sc[s] = d;
+            mx = d > mx ? d : mx;
+        }
+        for (int s = 0; s < S; s++)
+            z += exp(sc[s] - mx);
+        for (int f = 0; f < F; f++) {
+            double o = 0;
+            for (int s = 0; s < S; s++)
+                o += exp(sc[s] - mx) / z * v[s * F + f];
+            out[l * F + f] = o;
+        }
+    }
+}
+
+typedef struct sdpa_ctx {
+    yt_tensor *mask;
+    bool causal;
+} sdpa_ctx;
+
+static yt_tensor *
+sdpa_fn(yt_tensor *const *in, int n, void *ctx)
+{
+    (void)n;
+    sdpa_ctx *c = ctx;
+    return yt__composite_scaled_dot_product_attention(in[0], in[1], in[2], c->mask, 0.0, c->causal);
+}
+
+Test(attention, matches_reference_and_gradcheck)
+{
+    enum { B = 2, L = 3, S = 4, E = 5, F = 2 };
+    double q[B * L * E], k[B * S * E], v[B * S * F], keep[L * S], add[L * S], out[L * F];
+    fill(q, B * L * E, 21, 0);
+    fill(k, B * S * E, 22, 0);
+    fill(v, B * S * F, 23, 0);
+    fill(add, L * S, 24, 0);
+    for (int i = 0; i < L * S; i++)
+        keep[i] = (i % 3) != 1;
+    int64_t qs[] = {B, L, E}, ks[] = {B, S, E}, vs[] = {B, S, F}, ms[] = {L, S};
+    yt_tensor *tq = from(q, qs, 3, YT_DTYPE_F64), *tk = from(k, ks, 3, YT_DTYPE_F64);
+    yt_tensor *tv = from(v, vs, 3, YT_DTYPE_F64);
+    yt_tensor *tkeep = from(keep, ms, 2, YT_DTYPE_BOOL), *tadd = from(add, ms, 2, YT_DTYPE_F64);
+    for (int kind = 0; kind < 4; kind++) {
+        sdpa_ctx ctx = {kind == 2 ? tkeep : kind == 3 ? tadd : NULL, kind == 1};
+        yt_tensor *in[] = {tq, tk, tv};
+        yt_tensor *o = sdpa_fn(in, 3, &ctx);
+        cr_assert_not_null(o, "%s", yt_errmsg());
+        for (int b = 0; b < B; b++) {
+            ref_attention(q + b * L * E, k + b * S * E, v + b * S * F, L, S, E, F, kind,
+                          kind == 2 ? keep : add, out);
+            for (int i = 0; i < L * F; i++)
+                cr_assert_float_eq(at(o, b * L * F + i), out[i], 1e-12, "kind %d", kind);
+        }
+        yt_release(o);
+        for (int i = 0; i < 3; i++)
+            yt_set_requires_grad(in[i], true);
+        cr_assert_eq(yt_gradcheck(sdpa_fn, in, 3, &ctx, NULL), YT_OK, "kind %d: %s", kind,
+                     yt_errmsg());
+        cr_assert_eq(yt_gradgradcheck(sdpa_fn, in, 3, &ctx, NULL), YT_OK, "kind %d: %s", kind,
+                     yt_errmsg());
+        for (int i = 0; i < 3; i++)
+            yt_set_requires_grad(in[i], false);
+    }
+    /* errors name the op and the argument */
+    cr_assert_null(yt__composite_scaled_dot_product_attention(tq, tv, tv, NULL, 0, false));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "scaled_dot_product_attention: key.size(-1)=2");
+    cr_assert_null(yt__composite_scaled_dot_product_attention(tq, tk, tv, tkeep, 0, true));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "scaled_dot_product_attention: attn_mask must be None");
+    yt_tensor *all[] = {tq, tk, tv, tkeep, tadd};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}

@@ -1,0 +1,111 @@
+/* scaled_dot_product_attention as PyTorch's math path, in public ops (so autograd and double
+ * backward come from them):
+ *   scores = query @ key^T / sqrt(E)
+ *   causal: scores above the diagonal (key index > query index) become -inf
+ *   bool attn_mask: scores where the mask is false become -inf; float mask: added to scores
+ *   out = softmax(scores, -1) @ value
+ * The softmax subtracts the detached row maximum (exact: softmax is shift-invariant). A row with
+ * every score masked gives NaN, as PyTorch's math path does. dropout_p > 0 waits for the
+ * Generator argument kind. */
+#include <math.h>
+
+#include "attention.h"
+
+static yt_tensor *
+neg_inf_like(yt_tensor *t)
+{
+    return yt_full_ex(NULL, 0, yt_float(-INFINITY), yt_tensor_dtype(t), yt_tensor_device(t));
+}
+
+/* Bool [L, S]: true where key index s > query index l (the part a causal mask hides). */
+static yt_tensor *
+causal_hidden(int64_t L, int64_t S)
+{
+    int64_t lshape[] = {L, 1}, sshape[] = {1, S};
+    yt_tensor *l = yt_arange(yt_int(0), yt_int(L)), *s = yt_arange(yt_int(0), yt_int(S));
+    yt_tensor *lv = yt_view(l, lshape, 2), *sv = yt_view(s, sshape, 2);
+    yt_tensor *hidden = yt_gt(sv, lv);
+    yt_release(l);
+    yt_release(s);
+    yt_release(lv);
+    yt_release(sv);
+    return hidden;
+}
+
+yt_tensor *
+yt__composite_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value,
+                                           yt_tensor *attn_mask, double dropout_p, bool is_causal)
+{
+    const char *op = "scaled_dot_product_attention";
+    if (!query || !key || !value)
+        return yt__null_arg(op, !query ? "query" : !key ? "key" : "value");
+    int dq = yt_tensor_dim(query), dk = yt_tensor_dim(key), dv = yt_tensor_dim(value);
+    if (dq < 2 || dk < 2 || dv < 2)
+        return yt__fail(YT_ERR_SHAPE,
+                        "%s: query, key and value must be at least 2-D, got %d-D, %d-D and %d-D",
+                        op, dq, dk, dv);
+    int64_t E = yt_tensor_size(query, dq - 1);
+    if (yt_tensor_size(key, dk - 1) != E)
+        return yt__fail(YT_ERR_SHAPE, "%s: key.size(-1)=%lld must equal query.size(-1)=%lld", op,
+                        (long long)yt_tensor_size(key, dk - 1), (long long)E);
+    if (yt_tensor_size(value, dv - 2) != yt_tensor_size(key, dk - 2))
+        return yt__fail(YT_ERR_SHAPE, "%s: value.size(-2)=%lld must equal key.size(-2)=%lld", op,
+                        (long long)yt_tensor_size(value, dv - 2),
+                        (long long)yt_tensor_size(key, dk - 2));
+    if (!(dropout_p >= 0 && dropout_p <= 1))
+        return yt__fail(YT_ERR_VALUE, "%s: dropout_p=%g must be in [0, 1]", op, dropout_p);
+    if (dropout_p > 0)
+        return yt__fail(YT_ERR_VALUE,
+                        "%s: dropout_p=%g > 0 is not implemented yet (needs a generator)", op,
+                        dropout_p);
+    if (is_causal && attn_mask != NULL)
+        return yt__fail(YT_ERR_VALUE, "%s: attn_mask must be None when is_causal=True", op);
+    if (attn_mask != NULL && yt_tensor_dtype(attn_mask) != YT_DTYPE_BOOL &&
+        yt_tensor_dtype(attn_mask) != yt_tensor_dtype(query))
+        return yt__fail(YT_ERR_DTYPE, "%s: attn_mask has dtype %s, expected bool or %s (query's)",
+                        op, yt_dtype_name(yt_tensor_dtype(attn_mask)),
+                        yt_dtype_name(yt_tensor_dtype(query)));
+
+    yt_tensor *kt = yt_transpose(key, -2, -1);
+    yt_tensor *raw = yt_matmul(query, kt);
+    yt_tensor *scores = yt_mul_scalar(raw, yt_float(E > 0 ? 1.0 / sqrt((double)E) : 1.0));
+    yt_release(kt);
+    yt_release(raw);
+    if (is_causal || (attn_mask != NULL && yt_tensor_dtype(attn_mask) == YT_DTYPE_BOOL)) {
+        yt_tensor *ninf = scores ? neg_inf_like(scores) : NULL, *masked = NULL;
+        if (is_causal) {
+            yt_tensor *hidden =
+                scores ? causal_hidden(yt_tensor_size(query, dq - 2), yt_tensor_size(key, dk - 2))
+                       : NULL;
+            masked = yt_where(hidden, ninf, scores);
+            yt_release(hidden);
+        } else {
+            masked = yt_where(attn_mask, scores, ninf);
+        }
+        yt_release(ninf);
+        yt_release(scores);
+        scores = masked;
+    } else if (attn_mask != NULL) {
+        yt_tensor *added = yt_add(scores, attn_mask);
+        yt_release(scores);
+        scores = added;
+    }
+    /* softmax over the last dim */
+    int64_t last = -1;
+    bool empty = yt_tensor_size(key, dk - 2) == 0; /* amax of nothing is an error; no shift */
+    yt_tensor *mx = empty ? yt_retain(scores) : yt_amax_ex(scores, &last, 1, true);
+    yt_tensor *mxd = mx ? yt_detach(mx) : NULL;
+    yt_tensor *shifted = empty ? yt_retain(scores) : yt_sub(scores, mxd);
+    yt_tensor *e = yt_exp(shifted);
+    yt_tensor *denom = yt_sum_dim_ex(e, &last, 1, true, YT_DTYPE_NONE);
+    yt_tensor *probs = yt_div(e, denom);
+    yt_tensor *out = yt_matmul(probs, value);
+    yt_release(mx);
+    yt_release(mxd);
+    yt_release(shifted);
+    yt_release(e);
+    yt_release(denom);
+    yt_release(probs);
+    yt_release(scores);
+    return out;
+}
