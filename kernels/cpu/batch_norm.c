@@ -305,3 +305,46 @@ yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_tensor *db, yt_tensor *d
     yt__cpu_free(ch, ch_bytes);
     return st;
 }
+
+/* Checks a per-channel argument (may be NULL): 1-D of C values. */
+static yt_status
+check_channel(const yt_tensor *t, const char *arg, int64_t c)
+{
+    if (t == NULL || (t->dim == 1 && t->sizes[0] == c))
+        return YT_OK;
+    char have[YT__SIZES_BUF];
+    return yt__fail_status(
+        YT_ERR_SHAPE, "native_batch_norm: %s has shape %s, expected [%lld] (input.size(1))", arg,
+        yt__format_sizes(have, sizeof have, t->sizes, t->dim), (long long)c);
+}
+
+yt_status
+yt__cpu_native_batch_norm(yt_tensor *out, yt_tensor *save_mean, yt_tensor *save_invstd,
+                          yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
+                          yt_tensor *running_mean, yt_tensor *running_var, bool training,
+                          double momentum, double eps)
+{
+    char have[YT__SIZES_BUF];
+    if (input->dim < 2)
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "native_batch_norm: input must be at least 2-D ([N, C, ...]), got "
+                               "%d-D",
+                               input->dim);
+    const bn_geom g = geom_of(input);
+    if (check_channel(weight, "weight", g.c) != YT_OK ||
+        check_channel(bias, "bias", g.c) != YT_OK ||
+        check_channel(running_mean, "running_mean", g.c) != YT_OK ||
+        check_channel(running_var, "running_var", g.c) != YT_OK)
+        return yt__last_status();
+    if (!training && (running_mean == NULL || running_var == NULL))
+        return yt__fail_status(YT_ERR_VALUE, "native_batch_norm: running_mean and running_var "
+                                             "are required when training=False");
+    if (training && g.n * g.s <= 1)
+        return yt__fail_status(
+            YT_ERR_VALUE,
+            "native_batch_norm: expected more than 1 value per channel when training, got input "
+            "of shape %s",
+            yt__format_sizes(have, sizeof have, input->sizes, input->dim));
+    return yt__batchnorm_forward(out, save_mean, save_invstd, input, weight, bias, running_mean,
+                                 running_var, training, momentum, eps);
+}

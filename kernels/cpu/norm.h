@@ -63,4 +63,17 @@ YT_INTERNAL yt_status yt__batchnorm_backward(yt_tensor *dx, yt_tensor *dw, yt_te
                                              yt_tensor *save_mean, yt_tensor *save_invstd,
                                              bool training, double eps);
 
+/* The kernels behind the ops (results first, as the generator's multi-result kernels take them);
+ * declared here until their ops.yaml entries declare them in generated/kernels.h. They check
+ * their arguments themselves, with errors naming the op and the argument. */
+YT_INTERNAL yt_status yt__cpu_native_layer_norm(yt_tensor *out, yt_tensor *mean, yt_tensor *rstd,
+                                                yt_tensor *input, const int64_t *normalized_shape,
+                                                int normalized_shape_len, yt_tensor *weight,
+                                                yt_tensor *bias, double eps);
+YT_INTERNAL yt_status yt__cpu_native_batch_norm(yt_tensor *out, yt_tensor *save_mean,
+                                                yt_tensor *save_invstd, yt_tensor *input,
+                                                yt_tensor *weight, yt_tensor *bias,
+                                                yt_tensor *running_mean, yt_tensor *running_var,
+                                                bool training, double momentum, double eps);
+
 #endif

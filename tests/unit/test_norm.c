@@ -361,3 +361,28 @@ Test(attention, matches_reference_and_gradcheck)
         yt_release(all[j]);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* The op kernels check their arguments: errors name the op and the argument. */
+Test(norm, kernel_argument_errors)
+{
+    int64_t xs[] = {1, 3}, cs[] = {3}, bad[] = {4}, rs[] = {1};
+    yt_tensor *x = yt_ones(xs, 2), *y = yt_zeros_like(x), *c3 = yt_zeros(cs, 1),
+              *c4 = yt_zeros(bad, 1), *r1 = yt_zeros(rs, 1);
+    cr_assert_eq(yt__cpu_native_batch_norm(y, c3, c3, x, NULL, NULL, NULL, NULL, true, 0.1, 1e-5),
+                 YT_ERR_VALUE);
+    YT_ASSERT_ERROR(YT_ERR_VALUE,
+                    "native_batch_norm: expected more than 1 value per channel when training");
+    cr_assert_eq(yt__cpu_native_batch_norm(y, c3, c3, x, c4, NULL, NULL, NULL, false, 0.1, 1e-5),
+                 YT_ERR_SHAPE);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "native_batch_norm: weight has shape [4], expected [3]");
+    int64_t ns[] = {4};
+    cr_assert_eq(yt__cpu_native_layer_norm(y, r1, r1, x, ns, 1, NULL, NULL, 1e-5), YT_ERR_SHAPE);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "native_layer_norm: normalized_shape [4] does not match");
+    cr_assert_eq(yt__cpu_native_layer_norm(y, r1, r1, x, cs, 1, c4, NULL, 1e-5), YT_ERR_SHAPE);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "native_layer_norm: weight has shape [4]");
+    cr_assert_eq(yt__cpu_native_layer_norm(y, r1, r1, x, cs, 1, c3, c3, 1e-5), YT_OK);
+    yt_tensor *all[] = {x, y, c3, c4, r1};
+    for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+        yt_release(all[j]);
+    YT_ASSERT_NO_LEAKS();
+}
