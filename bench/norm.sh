@@ -15,11 +15,10 @@ for threads in 1 2; do
     echo "threads=$threads"
     awk '
     { split($1, p, "_"); side = p[1]; k = substr($1, length(side) + 2); v = $2 + 0
-      if (!((side, k) in best) || v < best[side, k]) best[side, k] = v; if (side == "yaten") keys[k] = 1 }
+      if (!((side, k) in best) || v < best[side, k]) best[side, k] = v; if (side == "yaten" && !(k in seen)) { seen[k] = 1; order[++n] = k } }
     END {
         printf "%-36s %10s %10s %8s\n", "case", "yaten us", "torch us", "ratio"
-        n = asorti(keys, sorted)
-        for (i = 1; i <= n; i++) { k = sorted[i]
+        for (i = 1; i <= n; i++) { k = order[i]
             printf "%-36s %10.1f %10.1f %7.2fx\n", k, best["yaten", k], best["torch", k], best["torch", k] / best["yaten", k] }
     }' "$out"
     rm -f "$out"
