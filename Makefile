@@ -60,7 +60,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
-.PHONY: all lib generate check-generated deps deps-test deps-bench demo test test-unit test-codegen \
+.PHONY: all lib generate check-generated deps deps-test deps-bench demo test test-unit test-diff test-codegen \
         test-examples test-asan bench install uninstall clean format check-format
 .DEFAULT_GOAL := all
 
@@ -124,6 +124,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory check-format
 	$(Q)$(MAKE) --no-print-directory test-codegen
 	$(Q)$(MAKE) --no-print-directory test-unit
+	$(Q)$(MAKE) --no-print-directory test-diff
 	$(Q)$(MAKE) --no-print-directory test-examples
 	$(Q)$(MAKE) --no-print-directory test-asan
 
@@ -138,6 +139,20 @@ $(BUILD)/tests/test_ops: tests/unit/test_ops.c generated/tests/op_cases.c $(STAT
 	@mkdir -p $(@D)
 	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c,$^) -o $@ \
 	  $(STATIC_LIB) -lcriterion $(LDLIBS_LIB)
+
+# The yaten side of the differential tests against PyTorch (tests/diff/).
+$(BUILD)/tests/diff_runner: tests/diff/runner.c generated/tests/op_cases.c $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c,$^) -o $@ \
+	  $(STATIC_LIB) $(LDLIBS_LIB)
+
+# Every per-op case from ops.yaml, in every dtype the op takes, against PyTorch (/usr/bin/python3
+# has Debian's python3-torch): forward values, result dtypes and input gradients.
+TORCH_PYTHON ?= /usr/bin/python3
+test-diff: $(BUILD)/tests/diff_runner
+	$(Q)$(TORCH_PYTHON) -c 'import torch, numpy, pytest' 2>/dev/null || \
+	  { echo "$(TORCH_PYTHON) lacks torch, numpy or pytest: run make deps-test" >&2; exit 1; }
+	$(Q)YT_DIFF_RUNNER=$(BUILD)/tests/diff_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/diff $(ARGS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)

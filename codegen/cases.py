@@ -3,8 +3,9 @@ error-input case per declared check (plus the generic dtype, broadcast and dim c
 
 from __future__ import annotations
 
-from formula import c_default
+from formula import c_default, c_default_none
 from model import DTYPE_SETS, DTYPES, Op
+from torch_cases import torch_case
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
 
@@ -52,10 +53,10 @@ def default_samples(op: Op) -> list[dict]:
     return []
 
 
-def _tensor_spec(name, spec):
+def _tensor_spec(name, spec, optional=False):
     shape = spec["shape"]
     return {"name": name, "dim": len(shape), "sizes": shape or [0], "dtype": C_DTYPE[spec.get("dtype", "f64")],
-            "transpose": bool(spec.get("transpose"))}
+            "transpose": bool(spec.get("transpose")), "optional": optional}
 
 
 class CaseBuilder:
@@ -74,6 +75,9 @@ class CaseBuilder:
         ti = 0
         for a in op.schema.args:
             if a.kind == "tensor":
+                if sample.get(a.name) is None:  # an optional tensor left out: None
+                    args.append("NULL")
+                    continue
                 args.append(f"inputs[{ti}]")
                 ti += 1
                 continue
@@ -81,7 +85,17 @@ class CaseBuilder:
                 args.append(c_default(a))
                 continue
             v = sample[a.name]
-            if a.kind == "intlist":
+            if v is None:
+                args.append(c_default_none(a))
+            elif a.by_pointer:
+                ctype = {"scalar": "yt_scalar", "bool": "bool", "float": "double"}[a.kind]
+                one = _scalar_c(v) if a.kind == "scalar" else ("true" if v is True else "false") \
+                    if a.kind == "bool" else repr(float(v))
+                decls.append(f"const {ctype} {a.name}_value = {one};")
+                args.append(f"&{a.name}_value")
+            elif a.kind == "str":
+                args.append(f'"{v}"')
+            elif a.kind == "intlist":
                 if v:
                     decls.append(f"static const int64_t {a.name}[] = {{{', '.join(str(x) for x in v)}}};")
                     args += [a.name, str(len(v))]
@@ -92,7 +106,7 @@ class CaseBuilder:
             elif a.kind == "bool":
                 args.append("true" if v else "false")
             elif a.kind == "scalar":
-                args.append(f"yt_float({float(v)!r})" if isinstance(v, float) else f"yt_int({v})")
+                args.append(_scalar_c(v))
             elif a.kind == "float":
                 args.append(repr(float(v)))
             elif a.kind == "dtype":
@@ -112,15 +126,16 @@ class CaseBuilder:
         ex = lo.has_defaults
         fn_full = lambda variant: lo.fn_name(variant, ex)  # noqa: E731
         for si, sample in enumerate(default_samples(op)):
-            if any(t not in sample for t in tensors):
+            if any(t not in sample and not op.schema.arg(t).optional for t in tensors):
                 continue
-            specs = [_tensor_spec(t, sample[t]) for t in tensors]
+            present = _present(op, sample)
+            specs = [_tensor_spec(t, sample[t], op.schema.arg(t).optional) for t in present]
             call = self.new_fn(f"call_{op.c_name}")
             decls, expr = self.call_expr(op, sample, fn_full("function"))
             self.define(_case_fn(call, decls, [f"return {expr};"]))
             inplace = out = "NULL"
             shapes = [sample[t]["shape"] if not sample[t].get("transpose") else sample[t]["shape"][::-1]
-                      for t in tensors]
+                      for t in present]
             bshape = _broadcast(shapes) if op.broadcast else (shapes[0] if shapes else None)
             if "inplace" in op.variants and bshape is not None and shapes and list(bshape) == list(shapes[0]):
                 inplace = self.new_fn(f"inplace_{op.c_name}")
@@ -148,6 +163,7 @@ class CaseBuilder:
                 "call": call, "inplace": inplace, "out": out,
                 "differentiable": "true" if lo.differentiable else "false",
                 "domain": f'"{op.domain}"' if op.domain else "NULL",
+                "torch": torch_case(len(self.cases), op, sample, f"{op.samples_loc} sample {si}"),
             })
         self.add_errors(lo, fn_full("function"))
 
@@ -155,9 +171,9 @@ class CaseBuilder:
         tensors = [a.name for a in op.schema.tensor_args]
         sample = {k: ({"shape": v} if op.schema.arg(k).kind == "tensor" and isinstance(v, list) else v)
                   for k, v in sample.items()}
-        if any(t not in sample for t in tensors):
+        if any(t not in sample and not op.schema.arg(t).optional for t in tensors):
             return
-        specs = [_tensor_spec(t, sample[t]) for t in tensors]
+        specs = [_tensor_spec(t, sample[t], op.schema.arg(t).optional) for t in _present(op, sample)]
         call = self.new_fn(f"error_{op.c_name}")
         decls, expr = self.call_expr(op, sample, fn)
         self.define(_case_fn(call, decls, [f"return {expr};"]))
@@ -167,13 +183,17 @@ class CaseBuilder:
     def add_errors(self, lo, fn):
         op = lo.op
         for c in op.checks:
-            self.add_error(op, c.bad, f"{c.loc}: {c.expr}", "0", fn)
+            self.add_error(op, c.bad, f"{c.loc}: {c.expr}".replace('"', "'"), "0", fn)
         samples = default_samples(op)
         if not samples:
             return
         base = samples[0]
+        for a in op.schema.args:
+            if a.kind == "str":  # a value outside its choices
+                self.add_error(op, dict(base, **{a.name: "no_such_choice"}), f"{op.loc}: {a.name} not a choice",
+                               "YT_ERR_VALUE", fn)
         for t, dset in op.dtypes.items():
-            if dset != DTYPE_SETS["all"] and t in base:
+            if dset != DTYPE_SETS["all"] and base.get(t) is not None:
                 bad = next(d for d in ["bool", "i64", "f64"] if d not in dset)
                 spec = dict(base[t])
                 spec["dtype"] = bad
@@ -182,13 +202,22 @@ class CaseBuilder:
         if len(op.broadcast) >= 2:
             s = dict(base)
             for i, t in enumerate(op.broadcast):
-                dt = base[t].get("dtype", "f64")
+                dt = (base.get(t) or {}).get("dtype", "f64")
                 s[t] = {"shape": [[2, 3], [4, 3]][i] if i < 2 else [3], "dtype": dt}
             self.add_error(op, s, f"{op.loc}: broadcast", "YT_ERR_SHAPE", fn)
         for d in op.dims:
             if d in base:
                 v = [7] if isinstance(base[d], list) else 7
                 self.add_error(op, dict(base, **{d: v}), f"{op.loc}: {d} out of range", "YT_ERR_VALUE", fn)
+
+
+def _scalar_c(v) -> str:
+    return f"yt_float({float(v)!r})" if isinstance(v, float) else f"yt_int({v})"
+
+
+def _present(op: Op, sample: dict) -> list:
+    """Tensor arguments the sample gives (an optional one may be None)."""
+    return [a.name for a in op.schema.tensor_args if sample.get(a.name) is not None]
 
 
 def _case_fn(name, decls, body, uses_ctx=False):

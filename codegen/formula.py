@@ -115,17 +115,23 @@ class _Compiler:
                       "also grad, result)")
         if a.kind == "tensor":
             self.save(ident, "yt_saved", ident)
-            return self.unpack(ident)
+            return self.unpack(ident, a.optional)
+        if a.kind == "generator":
+            self.fail(f"'{ident}' is a Generator; formulas cannot use it")
         c_type = {"scalar": "yt_scalar", "int": "int64_t", "intlist": "yt_int_list", "bool": "bool",
-                  "dtype": "yt_dtype", "float": "double", "device": "yt_device"}[a.kind]
-        self.save(ident, c_type, ident)
+                  "dtype": "yt_dtype", "float": "double", "device": "yt_device", "str": "const char *"}[a.kind]
+        if a.by_pointer:  # kept as a value and a flag; passed on as a pointer or NULL
+            self.save(ident, "optional " + c_type, ident)
+            return Value(a.kind + "?", f"(node->{ident}_given ? &node->{ident} : NULL)")
+        self.save(ident, c_type, ident)  # a str is kept as the static literal its check left it pointing at
         if a.kind == "intlist":
             return Value("intlist", f"node->{ident}.v, node->{ident}.len")
         return Value(a.kind, f"node->{ident}")
 
-    def unpack(self, ident: str) -> Value:
+    def unpack(self, ident: str, optional: bool = False) -> Value:
         if ident not in self.unpacked:
-            self.lines.append(f'yt_tensor *{ident} = yt__saved_unpack(&node->{ident}, &node->base, "{ident}");')
+            fn = "yt__saved_unpack_optional" if optional else "yt__saved_unpack"  # NULL: None
+            self.lines.append(f'yt_tensor *{ident} = {fn}(&node->{ident}, &node->base, "{ident}");')
             self.unpacked.append(ident)
         return Value("tensor", ident)
 
@@ -155,6 +161,10 @@ class _Compiler:
                 return Value("int_lit", str(node.value))
             if isinstance(node.value, float):
                 return Value("float_lit", repr(node.value))
+            if isinstance(node.value, str):
+                return Value("str_lit", '"' + node.value + '"')
+            if node.value is None:
+                return Value("none", "NULL")
             self.fail(f"unsupported constant {node.value!r}")
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
@@ -258,7 +268,16 @@ class _NoMatch(Exception):
 def convert(v: Value, p) -> str:
     """C expression passing value `v` as parameter `p`, or _NoMatch."""
     k = p.kind
+    if v.kind == "none" and p.optional:
+        return c_default_none(p)
     if k == "tensor" and v.kind == "tensor":
+        return v.c
+    if p.by_pointer:
+        if v.kind == k + "?":
+            return v.c
+        inner = convert(v, type(p)(p.name, p.kind, p.type_text, False, False, None, p.kwarg_only))
+        return f"&{inner}" if inner.startswith("node->") else f"(const {_VALUE_C[k]}[]){{{inner}}}"
+    if k == "str" and v.kind in ("str", "str_lit"):
         return v.c
     if k == "scalar":
         if v.kind == "scalar":
@@ -282,13 +301,22 @@ def convert(v: Value, p) -> str:
     raise _NoMatch(f"argument '{p.name}' ({p.type_text}) cannot take a {v.kind}")
 
 
+_VALUE_C = {"scalar": "yt_scalar", "bool": "bool", "float": "double"}
+
+
+def c_default_none(p) -> str:
+    return {"int": "YT_NONE", "dtype": "YT_DTYPE_NONE", "device": "YT_DEVICE_NONE"}.get(p.kind, "NULL")
+
+
 def c_default(p) -> str:
     """C expression(s) for an argument's schema default."""
     d = p.default
     if p.kind == "intlist":
         return "NULL, 0"
     if d is None:
-        return {"int": "YT_NONE", "dtype": "YT_DTYPE_NONE", "device": "YT_DEVICE_NONE"}[p.kind]
+        return {"int": "YT_NONE", "dtype": "YT_DTYPE_NONE", "device": "YT_DEVICE_NONE"}.get(p.kind, "NULL")
+    if p.kind == "str":
+        return "NULL"  # the generated function fills in the default
     if p.kind == "scalar":
         if isinstance(d, bool):
             return f"yt_bool({'true' if d else 'false'})"

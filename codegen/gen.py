@@ -81,6 +81,7 @@ def generate(root: str) -> dict:
         cb.add_op(lo.lowering)
     files["generated/tests/op_cases.c"] = render(env, "op_cases.c.j2", functions=cb.functions, cases=cb.cases,
                                                  errors=cb.errors)
+    files["generated/tests/torch_cases.py"] = render(env, "torch_cases.py.j2", cases=[c["torch"] for c in cb.cases])
     families = [{"name": f, "ops": [f"`{lo.op.schema.full_name}`" for lo in lowered if lo.op.family == f]}
                 for f in FAMILIES]
     files["docs/ops.md"] = render(env, "ops.md.j2", ops=lowered, families=[f for f in families if f["ops"]])

@@ -38,6 +38,8 @@ def _params_with_args(op: Op) -> list:
 
 
 def c_params_of_arg(a) -> list[str]:
+    if a.by_pointer:  # Scalar?, bool?, float?: NULL is None
+        return [f"const {C_VALUE_TYPE[a.kind]} *{a.name}"]
     return {
         "tensor": [f"yt_tensor *{a.name}"],
         "scalar": [f"yt_scalar {a.name}"],
@@ -47,7 +49,12 @@ def c_params_of_arg(a) -> list[str]:
         "float": [f"double {a.name}"],
         "dtype": [f"yt_dtype {a.name}"],
         "device": [f"yt_device {a.name}"],
+        "str": [f"const char *{a.name}"],
+        "generator": [f"yt_generator *{a.name}"],
     }[a.kind]
+
+
+C_VALUE_TYPE = {"scalar": "yt_scalar", "bool": "bool", "float": "double"}
 
 
 def c_args(op: Op) -> list[str]:
@@ -131,6 +138,7 @@ class CheckCompiler:
         self.op = op
         self.check = check
         self.terms = []  # (text, c expr, printf format)
+        self.tensors_read = set()
 
     def fail(self, msg):
         raise SpecError(self.check.loc, f"{self.op.schema.full_name}: check '{self.check.expr}': {msg}")
@@ -164,6 +172,7 @@ class CheckCompiler:
             a = s.arg(n.value.id)
             if a is None or a.kind != "tensor":
                 self.fail(f"'{n.value.id}' is not a tensor argument")
+            self.tensors_read.add(a.name)
             if n.attr == "dim":
                 return self.term(f"{a.name}.dim", f"{a.name}->dim", "%d", f"{a.name}->dim")
             if n.attr == "numel":
@@ -174,6 +183,7 @@ class CheckCompiler:
             i = _int_literal(n.args[0]) if len(n.args) == 1 and not n.keywords else None
             if a is None or a.kind != "tensor" or i is None:
                 self.fail("size() takes a constant dim of a tensor argument")
+            self.tensors_read.add(a.name)
             c = f"{a.name}->sizes[{i}]" if i >= 0 else f"{a.name}->sizes[{a.name}->dim - {-i}]"
             return self.term(f"{a.name}.size({i})", c, "%lld", f"(long long){c}")
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len":
@@ -185,6 +195,21 @@ class CheckCompiler:
             if len(n.args) != 1 or n.keywords:
                 self.fail("is_floating() takes one argument")
             return f"yt_dtype_is_floating({self.expr(n.args[0])})"
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in (ast.Eq, ast.NotEq) and \
+                isinstance(n.left, ast.Name) and isinstance(n.comparators[0], ast.Constant) and \
+                isinstance(n.comparators[0].value, str):  # reduction == "mean"
+            a = s.arg(n.left.id)
+            word = n.comparators[0].value
+            if a is None or a.kind != "str":
+                self.fail(f"'{n.left.id}' is not a str argument")
+            if word not in self.op.choices.get(a.name, []):
+                self.fail(f"'{word}' is not one of the choices of '{a.name}'")
+            self.term(a.name, a.name, "%s", a.name if not a.optional else f'{a.name} ? {a.name} : "None"')
+            if isinstance(n.ops[0], ast.Eq):
+                test = f'strcmp({a.name}, "{word}") == 0'
+                return f"({a.name} != NULL && {test})" if a.optional else test
+            test = f'strcmp({a.name}, "{word}") != 0'
+            return f"({a.name} == NULL || {test})" if a.optional else test
         if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in _CHECK_CMP:
             return f"{self.expr(n.left)} {_CHECK_CMP[type(n.ops[0])]} {self.expr(n.comparators[0])}"
         if isinstance(n, ast.BoolOp):
@@ -211,7 +236,7 @@ class CheckCompiler:
         if isinstance(tree, ast.Call) and getattr(tree.func, "id", "") == "is_floating":
             return (f"{name}: expected a floating dtype, got %s", [self.terms[0][3]])
         got = ", ".join(f"{t[0]}={t[2]}" for t in self.terms)
-        return (f"{name}: expected {self.check.expr}" + (f", got {got}" if got else ""), [t[3] for t in self.terms])
+        return (f"{name}: expected {self.check.expr.replace(chr(34), chr(39))}" + (f", got {got}" if got else ""), [t[3] for t in self.terms])
 
 
 # ---------------------------------------------------------------- the op functions
@@ -249,6 +274,38 @@ class OpLowering:
     def kernel_table(self) -> str:
         return f"yt__{self.op.c_name}_kernels"
 
+    def given(self, t: str) -> str:
+        """`t != NULL && ` for an optional tensor (its checks apply only when it is given)."""
+        a = self.s.arg(t)
+        return f"{t} != NULL && " if a is not None and a.optional else ""
+
+    @property
+    def first_tensor(self):
+        """The tensor argument whose device (and, by default, dtype and shape) the result takes."""
+        return next((t for t in self.tensors if not self.s.arg(t).optional), None)
+
+    def choice_lines(self, b: Body, a, name: str, fail: str):
+        """Validates a str argument against its choices; the argument then points at the static
+        literal, so a backward node may keep it. NULL is the default (or None for str?)."""
+        words = self.op.choices[a.name]
+        listed = ", ".join(f"'{w}'" for w in words)
+        guard = ""
+        first = "if"
+        if a.has_default and a.default is not None:
+            b(f"if ({a.name} == NULL)")
+            b(f'    {a.name} = "{a.default}";')
+            first = "else if"
+        elif a.optional:
+            guard = f"{a.name} != NULL && "
+        else:
+            b(f"if ({a.name} == NULL)")
+            b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} is NULL (expected one of {listed})")
+        for i, w in enumerate(words):
+            b(f'{first if i == 0 else "else if"} ({guard}strcmp({a.name}, "{w}") == 0)')
+            b(f'    {a.name} = "{w}";')
+        b(f"else if ({a.name} != NULL)" if guard else "else")
+        b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} must be one of {listed}, got '%s'", [a.name])
+
     # -- the shared prologue: validation, shape, dtype
     def prologue(self, b: Body, variant: str, status: bool):
         op, s = self.op, self.s
@@ -259,12 +316,19 @@ class OpLowering:
         self.fail, self.bail = fail, bail
         tensor_names = (["out"] if variant == "out" else []) + self.tensors
         for t in tensor_names:
+            if t != "out" and s.arg(t).optional:
+                continue  # NULL is None
             b(f"if ({t} == NULL)")
             b(f'    {ret_null}("{name}", "{t}"); /* keeps an earlier error */')
         for a in s.args:
-            if a.kind == "scalar":
+            if a.kind == "scalar" and a.optional:
+                b(f"if ({a.name} != NULL && (unsigned){a.name}->kind > YT_SCALAR_FLOAT)")
+                b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} has an invalid scalar kind %d", [f"(int){a.name}->kind"])
+            elif a.kind == "scalar":
                 b(f"if ((unsigned){a.name}.kind > YT_SCALAR_FLOAT)")
                 b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} has an invalid scalar kind %d", [f"(int){a.name}.kind"])
+            elif a.kind == "str":
+                self.choice_lines(b, a, name, fail)
             elif a.kind == "intlist":
                 b(f"if ({a.name}_len < 0 || {a.name}_len > YT_MAX_DIM || ({a.name} == NULL && {a.name}_len > 0))")
                 b.ret_fail(fail, "YT_ERR_VALUE", f"{name}: {a.name} has %d entries (expected 0..%d, non-NULL when > 0)",
@@ -278,18 +342,20 @@ class OpLowering:
         for t, dset in op.dtypes.items():
             if dset == DTYPE_SETS["all"]:
                 continue
-            b(f"if (!(YT_DTYPE_BIT({t}->dtype) & {dtype_mask_name(dset)}))")
+            b(f"if ({self.given(t)}!(YT_DTYPE_BIT({t}->dtype) & {dtype_mask_name(dset)}))")
             b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s, expected {', '.join(dset)}",
                        [f"yt_dtype_name({t}->dtype)"])
-        first = self.tensors[0] if self.tensors else None
+        first = self.first_tensor
         for t in tensor_names:
             if t != first:
-                b(f"if ({t}->device != {first}->device)")
+                b(f"if ({self.given(t)}{t}->device != {first}->device)")
                 b.ret_fail(fail, "YT_ERR_DEVICE", f"{name}: {t} is on %s but {first} is on %s",
                            [f"yt_device_name({t}->device)", f"yt_device_name({first}->device)"])
-        for t in op.same_dtype[1:]:
-            f0 = op.same_dtype[0]
-            b(f"if ({t}->dtype != {f0}->dtype)")
+        f0 = next((t for t in op.same_dtype if not s.arg(t).optional), None)
+        for t in op.same_dtype:
+            if t == f0:
+                continue
+            b(f"if ({self.given(t)}{t}->dtype != {f0}->dtype)")
             b.ret_fail(fail, "YT_ERR_DTYPE", f"{name}: {t} has dtype %s but {f0} has dtype %s",
                        [f"yt_dtype_name({t}->dtype)", f"yt_dtype_name({f0}->dtype)"])
         for d, rank in op.dims.items():
@@ -316,12 +382,23 @@ class OpLowering:
                 b(f"yt_dtype compute_dtype = {tensors_p[0]}->dtype;")
             else:
                 b(f"yt_tensor *const promote_tensors[{len(tensors_p)}] = {{{', '.join(tensors_p)}}};")
-                if scalars_p:
+                n_scalars = str(len(scalars_p))
+                if any(self.s.arg(x).optional for x in scalars_p):  # absent optional scalars take no part
+                    b(f"yt_scalar promote_scalars[{len(scalars_p)}];")
+                    b("int n_promote_scalars = 0;")
+                    for x in scalars_p:
+                        if self.s.arg(x).optional:
+                            b(f"if ({x} != NULL)")
+                            b(f"    promote_scalars[n_promote_scalars++] = *{x};")
+                        else:
+                            b(f"promote_scalars[n_promote_scalars++] = {x};")
+                    n_scalars = "n_promote_scalars"
+                elif scalars_p:
                     b(f"const yt_scalar promote_scalars[{len(scalars_p)}] = {{{', '.join(scalars_p)}}};")
-                b(f"yt_dtype compute_dtype = yt__result_type({len(tensors_p)}, promote_tensors, {len(scalars_p)}, "
+                b(f"yt_dtype compute_dtype = yt__result_type({len(tensors_p)}, promote_tensors, {n_scalars}, "
                   f"{'promote_scalars' if scalars_p else 'NULL'});")
         elif self.tensors and (op.result_dtype in (None, "floating") or op.impl == "pointwise"):
-            b(f"yt_dtype compute_dtype = {self.tensors[0]}->dtype;")
+            b(f"yt_dtype compute_dtype = {self.first_tensor}->dtype;")
         rd = op.result_dtype
         if rd is None:
             if self.tensors or op.promote:
@@ -367,7 +444,7 @@ class OpLowering:
             b(f'if ({fn}(&result_shape, "{name}", {", ".join(self.expand_call_args(args))}) != YT_OK)')
             b(f"    {self.bail}")
         else:
-            b(f"yt__shape_of(&result_shape, {self.tensors[0]});")
+            b(f"yt__shape_of(&result_shape, {self.first_tensor});")
 
     def shape_expr(self, e: str) -> str:
         m = re.match(r"^([a-z_][a-z0-9_]*)\.size\((-?\d+)\)$", e)
@@ -377,14 +454,18 @@ class OpLowering:
 
     def checks(self, b: Body, variant: str):
         for c in self.op.checks:
-            cond, (fmt, args) = CheckCompiler(self.op, c).compile()
+            cc = CheckCompiler(self.op, c)
+            cond, (fmt, args) = cc.compile()
             fmt = fmt.replace(f"{self.s.name}:", f"{self.msg_name(variant)}:", 1)
+            absent = [t for t in self.tensors if self.s.arg(t).optional and t in cc.tensors_read]
+            if absent:  # a check on an optional tensor holds when it is not given
+                cond = " || ".join([f"{t} == NULL" for t in absent] + [f"({cond})"])
             b(f"if (!({cond}))")
             b.ret_fail(self.fail, f'YT_ERR_{"VALUE" if _is_value_check(c.expr) else "SHAPE"}', fmt, args)
 
     def device_lines(self, b: Body):
         if self.tensors:
-            b(f"yt_device result_device = {self.tensors[0]}->device;")
+            b(f"yt_device result_device = {self.first_tensor}->device;")
         else:
             b("yt_device result_device = device == YT_DEVICE_NONE ? YT_DEVICE_CPU : device;")
 
@@ -641,7 +722,11 @@ class OpLowering:
             return None
         op = self.op
         name = "".join(p.capitalize() for p in op.c_name.split("_")) + "Backward"
-        fields = [f"{sv.c_type} {sv.field}; /* used by: {', '.join(sv.used_by)} */" for sv in self.saved]
+        fields = []
+        for sv in self.saved:
+            if sv.c_type.startswith("optional "):
+                fields.append(f"bool {sv.field}_given; /* {sv.field} is not None */")
+            fields.append(f"{sv.c_type.replace('optional ', '')} {sv.field}; /* used by: {', '.join(sv.used_by)} */")
         record = self.record_lines()
         n_in = len(self.tensors)
         used = {a.name for a in self.record_args()}
@@ -683,6 +768,10 @@ class OpLowering:
                                "numel": f"node->{sv.field} = {base}->numel;",
                                "dim": f"node->{sv.field} = {base}->dim;",
                                "dtype": f"node->{sv.field} = {base}->dtype;"}[attr])
+            elif sv.c_type.startswith("optional "):
+                record.append(f"node->{sv.field}_given = {src} != NULL;")
+                record.append(f"if ({src} != NULL)")
+                record.append(f"    node->{sv.field} = *{src};")
             elif sv.c_type == "yt_int_list":
                 record.append(f"node->{sv.field}.len = {src}_len;")
                 record.append(f"for (int i = 0; i < {src}_len; i++)")

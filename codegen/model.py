@@ -39,7 +39,16 @@ ARG_KINDS = {
     "float": "float",
     "ScalarType": "dtype",
     "Device": "device",
+    "str": "str",
+    "Generator": "generator",
 }
+
+# Kinds that may be written with `?` (None allowed), and their C form when None:
+# int? YT_NONE, ScalarType? YT_DTYPE_NONE, Device? YT_DEVICE_NONE, everything else NULL.
+OPTIONAL_KINDS = ("int", "dtype", "device", "intlist", "str", "scalar", "tensor", "bool", "float", "generator")
+# Optional kinds passed by pointer (NULL = None): Scalar? -> const yt_scalar *, bool? -> const bool *,
+# float? -> const double *.
+POINTER_OPTIONAL = ("scalar", "bool", "float")
 
 DTYPES = ["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"]
 
@@ -59,12 +68,17 @@ VARIANT_SUFFIX = {"function": "", "inplace": "_", "out": "_out"}  # yt_mul, yt_m
 @dataclass(frozen=True)
 class Arg:
     name: str
-    kind: str  # tensor | scalar | int | intlist | bool | float | dtype | device
+    kind: str  # tensor | scalar | int | intlist | bool | float | dtype | device | str | generator
     type_text: str  # as written: "int[]", "int?", ...
     optional: bool  # `?` in the schema: None is a legal value
     has_default: bool
     default: Any  # Python value of the default (None for `=None`)
     kwarg_only: bool
+
+    @property
+    def by_pointer(self) -> bool:
+        """Scalar?, bool?, float?: passed as a pointer, NULL meaning None."""
+        return self.optional and self.kind in POINTER_OPTIONAL
 
 
 @dataclass(frozen=True)
@@ -122,8 +136,9 @@ class Op:
     doc: str
     derivative: Optional["Derivative"] = None
     # PyTorch reference for the differential tests: a Python expression over the argument names
-    # (None: torch.ops.aten.<name>.<overload> called with the arguments in schema order).
+    # (None: the overload packet torch.ops.aten.<name> called with the arguments in schema order).
     torch_ref: Optional[str] = None
+    choices: dict = field(default_factory=dict)  # str argument -> its allowed values (ops.yaml `choices:`)
     # C name: the YAML name, plus the overload only where an earlier entry took the bare name
     # (add.Tensor -> add, add.Scalar -> add_scalar). Set by parse_ops.
     c_name: str = ""

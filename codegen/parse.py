@@ -7,8 +7,8 @@ import re
 
 import yaml
 
-from model import (ARG_KINDS, DTYPE_SETS, DTYPES, FAMILIES, VARIANTS, Arg, Check, Derivative,
-                   Formula, Loc, Op, Schema, SpecError)
+from model import (ARG_KINDS, DTYPE_SETS, DTYPES, FAMILIES, OPTIONAL_KINDS, POINTER_OPTIONAL, VARIANTS, Arg,
+                   Check, Derivative, Formula, Loc, Op, Schema, SpecError)
 
 try:  # the libyaml-backed loader: fast, and the one the build requires
     _LOADER = yaml.CSafeLoader
@@ -90,7 +90,11 @@ def _parse_default(text: str, kind: str, loc: Loc, where: str):
     t = text.strip()
     if t == "None":
         return None
-    if kind in ("dtype", "device"):
+    if kind == "str":
+        if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'" and t[0] not in t[1:-1]:
+            return t[1:-1]
+        raise SpecError(loc, f"{where}: a str default must be a quoted string or None, got {t}")
+    if kind in ("dtype", "device", "generator"):
         raise SpecError(loc, f"{where} may only default to None")
     if t in ("True", "False"):
         if kind not in ("bool", "scalar"):
@@ -154,10 +158,17 @@ def parse_schema(text: str, loc: Loc) -> Schema:
         if any(a.name == arg_name for a in args):
             raise SpecError(loc, f"{name}: duplicate argument '{arg_name}'")
         optional = bool(qmark)
-        if optional and kind not in ("int", "dtype", "device", "intlist"):
+        if optional and kind not in OPTIONAL_KINDS:
             raise SpecError(loc, f"{name}: optional '{type_text}?' is not supported (argument '{arg_name}')")
         has_default = default_text is not None
         default = _parse_default(default_text, kind, loc, f"{name}: argument '{arg_name}'") if has_default else None
+        if kind == "generator" and not (optional and has_default and default is None):
+            raise SpecError(loc, f"{name}: a Generator argument must be written 'Generator? {arg_name}=None'")
+        if optional and kind in POINTER_OPTIONAL and has_default and default is not None:
+            raise SpecError(loc, f"{name}: argument '{arg_name}' ({type_text}?) may only default to None "
+                            "(its C form is a pointer, NULL meaning None)")
+        if optional and kind == "tensor" and has_default and default is not None:
+            raise SpecError(loc, f"{name}: argument '{arg_name}' (Tensor?) may only default to None")
         if has_default and default is None and not optional:
             raise SpecError(loc, f"{name}: argument '{arg_name}' defaults to None but its type is not optional")
         if not kwarg_only and seen_default and not has_default:
@@ -170,7 +181,7 @@ def parse_schema(text: str, loc: Loc) -> Schema:
 # ---------------------------------------------------------------- ops.yaml
 
 OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "result_dtype",
-           "dims", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "torch", "doc"]
+           "dims", "choices", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "torch", "doc"]
 DOMAINS = ["positive", "nonzero"]
 
 
@@ -349,6 +360,8 @@ def parse_op(node: Node) -> Op:
                 raise SpecError(nloc, f"{fn}: rank of '{name}' names '{tname}', which is not a tensor argument")
             dims[name] = rank
 
+    choices = _parse_choices(e, schema)
+
     checks = []
     if "checks" in e:
         cn = e["checks"]
@@ -360,7 +373,7 @@ def parse_op(node: Node) -> Op:
                                 "(arguments that violate it, for the generated error test)")
             if not isinstance(c.value["check"].value, str):
                 raise SpecError(c.loc, f"{fn}: 'check' must be an expression string")
-            bad = _parse_sample(c.value["bad"], schema)
+            bad = _parse_sample(c.value["bad"], schema, choices)
             checks.append(Check(c.value["check"].value, bad, c.value["check"].loc))
 
     shape = None
@@ -391,13 +404,45 @@ def parse_op(node: Node) -> Op:
     if "samples" in e:
         if not isinstance(e["samples"].value, list):
             raise SpecError(e["samples"].loc, f"{fn}: 'samples' must be a list")
-        samples = [_parse_sample(s, schema) for s in e["samples"].value]
+        samples = [_parse_sample(s, schema, choices) for s in e["samples"].value]
 
     return Op(schema=schema, loc=loc, family=family, variants=variants, dtypes=dtypes, broadcast=broadcast,
               promote=promote, same_dtype=same_dtype, result_dtype=result_dtype, dims=dims, checks=checks,
               shape=shape, impl=impl, pointwise=pointwise, pointwise_loc=pointwise_loc, dispatch=dispatch,
               impl_fn=impl_fn, domain=domain, samples=samples, samples_loc=samples_loc, doc=doc,
-              torch_ref=torch_ref)
+              torch_ref=torch_ref, choices=choices)
+
+
+def _parse_choices(entry: dict, schema: Schema) -> dict:
+    """`choices: {arg: [a, b]}`: the values each str argument accepts (required for every str argument)."""
+    fn = schema.full_name
+    strs = [a for a in schema.args if a.kind == "str"]
+    out = {}
+    if "choices" in entry:
+        node = entry["choices"]
+        if not isinstance(node.value, dict):
+            raise SpecError(node.loc, f"{fn}: 'choices' must map str arguments to lists of values")
+        for k, v in node.value.items():
+            a = schema.arg(k)
+            if a is None or a.kind != "str":
+                raise SpecError(v.key_loc, f"{fn}: choices names '{k}', which is not a str argument"
+                                + _closest(k, [b.name for b in strs]))
+            values = v.value if isinstance(v.value, list) else None
+            if not values or not all(isinstance(x.value, str) and re.match(r"^[A-Za-z0-9_.+-]+$", x.value)
+                                     for x in values):
+                raise SpecError(v.loc, f"{fn}: choices of '{k}' must be a non-empty list of plain words")
+            words = [x.value for x in values]
+            if len(set(words)) != len(words):
+                raise SpecError(v.loc, f"{fn}: choices of '{k}' repeat a value")
+            if a.has_default and a.default is not None and a.default not in words:
+                raise SpecError(v.loc, f"{fn}: default '{a.default}' of '{k}' is not one of its choices "
+                                f"({', '.join(words)})")
+            out[k] = words
+    for a in strs:
+        if a.name not in out:
+            raise SpecError(entry["func"].loc, f"{fn}: str argument '{a.name}' needs its allowed values in "
+                            f"'choices: {{{a.name}: [...]}}'")
+    return out
 
 
 def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
@@ -410,7 +455,7 @@ def _check_call_args(call: str, schema: Schema, loc: Loc) -> None:
                             + _closest(name, [a.name for a in schema.args]))
 
 
-def _parse_sample(node: Node, schema: Schema) -> dict:
+def _parse_sample(node: Node, schema: Schema, choices: dict) -> dict:
     """A test sample: argument name -> value. Tensors are a size list or {shape, dtype, transpose}."""
     fn = schema.full_name
     if not isinstance(node.value, dict):
@@ -422,6 +467,15 @@ def _parse_sample(node: Node, schema: Schema) -> dict:
             raise SpecError(v.key_loc, f"{fn}: sample names unknown argument '{k}'"
                             + _closest(k, [b.name for b in schema.args]))
         val = plain(v)
+        if val is None and a.optional:
+            out[k] = None  # None (NULL in C)
+            continue
+        if a.kind == "str":
+            if val not in choices.get(k, []):
+                raise SpecError(v.loc, f"{fn}: sample value of '{k}' must be one of {', '.join(choices.get(k, []))}"
+                                + (" or null" if a.optional else "") + f", got {val!r}")
+            out[k] = val
+            continue
         if a.kind == "tensor":
             spec = {"shape": val} if isinstance(val, list) else val
             if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
@@ -457,7 +511,7 @@ def _parse_sample(node: Node, schema: Schema) -> dict:
         else:
             raise SpecError(v.loc, f"{fn}: samples cannot set '{k}'")
     for a in schema.args:
-        if a.name not in out and (a.kind == "tensor" or not a.has_default):
+        if a.name not in out and not a.has_default:
             raise SpecError(node.loc, f"{fn}: sample gives no value for argument '{a.name}', which has no default")
     return out
 

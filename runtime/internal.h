@@ -333,6 +333,7 @@ typedef struct yt_saved {
     yt_tensor *tensor;
     uint64_t version; /* storage version when saved */
     bool is_output;
+    bool defined; /* false: an optional tensor that was not given (None) */
     int output_nr;
 } yt_saved;
 
@@ -342,6 +343,8 @@ YT_INTERNAL yt_status yt__saved_init(yt_saved *saved, yt_tensor *t, bool is_outp
  * 1") or already freed by an earlier backward. `owner` re-attaches saved outputs. */
 YT_INTERNAL yt_tensor *yt__saved_unpack(yt_saved *saved, yt_node *owner, const char *name);
 YT_INTERNAL void yt__saved_release(yt_saved *saved);
+/* yt__saved_unpack for a Tensor? argument: NULL without an error when it was saved as None. */
+YT_INTERNAL yt_tensor *yt__saved_unpack_optional(yt_saved *saved, yt_node *owner, const char *name);
 
 /* ---------------------------------------------------------------- random numbers */
 

@@ -3732,6 +3732,14 @@ call_sum_to_405(yt_tensor *const *inputs, void *ctx)
     return yt_sum_to(inputs[0], size, 1);
 }
 
+static yt_tensor *
+error_sum_to_406(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    static const int64_t size[] = {1, 4};
+    return yt_sum_to(inputs[0], size, 2);
+}
+
 const yt_op_case yt_op_cases[] = {
     {
         .op = "add.Tensor",
@@ -6065,6 +6073,15 @@ const yt_error_case yt_error_cases[] = {
         .call = error_randn_403,
         .expect = 0,
         .expect_prefix = "randn: ",
+    },
+    {
+        .op = "sum_to",
+        .what = "ops.yaml:585: dtype of self",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_sum_to_406,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "sum_to: ",
     },
 };
 const int yt_error_case_count = (int)(sizeof yt_error_cases / sizeof yt_error_cases[0]);

@@ -99,6 +99,10 @@ yt_bool(bool value)
 /* The value of an optional integer argument (`int?` in ops.yaml) that means "None". */
 #define YT_NONE INT64_MIN
 
+/* A random number generator (Philox4x32-10 stream: seed and offset), for `Generator?` arguments of
+ * random ops; NULL means the default generator. Opaque. */
+typedef struct yt_generator yt_generator;
+
 /* A tensor: sizes, strides and offset (in elements) over shared, refcounted storage.
  * Opaque; use the accessors in <yaten/tensor.h>. */
 typedef struct yt_tensor yt_tensor;

@@ -17,6 +17,7 @@ yt__saved_init(yt_saved *saved, yt_tensor *t, bool is_output, int output_nr)
     saved->version = 0;
     saved->is_output = is_output;
     saved->output_nr = output_nr;
+    saved->defined = t != NULL;
     if (t == NULL)
         return YT_OK; /* an absent optional tensor stays absent */
     yt_tensor *kept = is_output ? yt__alias(t) : yt_retain(t);
@@ -65,4 +66,12 @@ yt__saved_release(yt_saved *saved)
 {
     yt_release(saved->tensor);
     saved->tensor = NULL;
+}
+
+yt_tensor *
+yt__saved_unpack_optional(yt_saved *saved, yt_node *owner, const char *name)
+{
+    if (saved->tensor == NULL && !saved->defined)
+        return NULL; /* the optional tensor was not given */
+    return yt__saved_unpack(saved, owner, name);
 }

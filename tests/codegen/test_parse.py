@@ -42,6 +42,16 @@ def test_schema_without_overload_or_arguments():
     ("Scalar fill=True", "scalar", "Scalar", False, True),
     ("ScalarType? dtype=None", "dtype", "ScalarType?", True, None),
     ("Device? device=None", "device", "Device?", True, None),
+    ('str reduction="mean"', "str", "str", False, "mean"),
+    ("str approximate='none'", "str", "str", False, "none"),
+    ("str? rounding_mode=None", "str", "str?", True, None),
+    ("str mode", "str", "str", False, None),
+    ("Scalar? min=None", "scalar", "Scalar?", True, None),
+    ("Tensor? bias=None", "tensor", "Tensor?", True, None),
+    ("Tensor? weight", "tensor", "Tensor?", True, None),
+    ("bool? stable=None", "bool", "bool?", True, None),
+    ("float? eps=None", "float", "float?", True, None),
+    ("Generator? generator=None", "generator", "Generator?", True, None),
 ])
 def test_schema_argument_types_and_defaults(arg, kind, type_text, optional, default):
     a = parse_schema(f"f(Tensor self, {arg}) -> Tensor", LOC).args[1]
@@ -62,9 +72,12 @@ def test_schema_kwarg_only_arguments_may_follow_defaults_without_one():
     ("f(Tensor self) -> int", "f: only '-> Tensor' returns are supported, got 'int'"),
     ("f(Tensor self, *, *, int a=1) -> Tensor", "f: '*' appears twice"),
     ("f(Tensor self, Tensor) -> Tensor", "f: cannot parse argument 'Tensor'"),
-    ("f(Tensor self, str name) -> Tensor", "f: unknown type 'str' of argument 'name'"),
-    ("f(Tensor self, Tensor? bias=None) -> Tensor", "f: optional 'Tensor?' is not supported (argument 'bias')"),
-    ("f(Tensor self, Scalar? s=None) -> Tensor", "f: optional 'Scalar?' is not supported (argument 's')"),
+    ("f(Tensor self, string name) -> Tensor", "f: unknown type 'string' of argument 'name'"),
+    ("f(Tensor self, str name=mean) -> Tensor", "f: argument 'name': a str default must be a quoted string or None, got mean"),
+    ("f(Tensor self, Scalar? s=1) -> Tensor", "f: argument 's' (Scalar?) may only default to None (its C form is a pointer, NULL meaning None)"),
+    ("f(Tensor self, bool? s=True) -> Tensor", "f: argument 's' (bool?) may only default to None (its C form is a pointer, NULL meaning None)"),
+    ("f(Tensor self, Generator generator) -> Tensor", "f: a Generator argument must be written 'Generator? generator=None'"),
+    ("f(Tensor self, Generator? generator) -> Tensor", "f: a Generator argument must be written 'Generator? generator=None'"),
     ("f(Tensor result) -> Tensor", "f: argument name 'result' is reserved for generated locals"),
     ("f(Tensor self, int self) -> Tensor", "f: duplicate argument 'self'"),
     ("f(Tensor self, int dim=None) -> Tensor", "f: argument 'dim' defaults to None but its type is not optional"),
@@ -187,9 +200,9 @@ def neg_with(*extra: str, drop: str = "") -> str:
     (neg_with("  family: shape"), "ops.yaml:6: duplicate key 'family'"),
     ("- func: [neg]\n  family: pointwise\n", "ops.yaml:1: 'func' must be a schema string"),
     # family, doc, variants
-    (neg_with(drop="  family"), "ops.yaml:1: neg: missing 'family' (pointwise, reduce, linalg, shape, factory, backward)"),
+    (neg_with(drop="  family"), "ops.yaml:1: neg: missing 'family' (pointwise, reduce, linalg, shape, index, nn, loss, factory, backward)"),
     (neg_with(drop="  family") + "  family: pointwize\n",
-     "ops.yaml:5: neg: 'family' must be one of pointwise, reduce, linalg, shape, factory, backward, "
+     "ops.yaml:5: neg: 'family' must be one of pointwise, reduce, linalg, shape, index, nn, loss, factory, backward, "
      "got 'pointwize' (did you mean 'pointwise'?)"),
     (neg_with(drop="  doc"), "ops.yaml:1: neg: missing 'doc'"),
     (neg_with(drop="  doc") + "  doc: [a, b]\n", "ops.yaml:5: neg: 'doc' must be a string"),

@@ -11,6 +11,7 @@ typedef struct yt_case_tensor {
     int64_t sizes[YT_MAX_DIM];
     yt_dtype dtype;
     bool transpose; /* the transpose of a contiguous tensor of `sizes`: non-contiguous */
+    bool optional;  /* a Tensor? argument: NULL is None, not an error */
 } yt_case_tensor;
 
 /* Calls the op on the case's inputs; ctx is the function variant's result for out= calls. */

@@ -8,7 +8,10 @@
  *   yt_sum_dim(x, dims, 2)   ==   yt_sum_dim_ex(x, dims, 2, false, YT_DTYPE_NONE)
  * C forms of schema types: Tensor -> yt_tensor *; Scalar -> yt_scalar (yt_float/yt_int/yt_bool);
  * int -> int64_t (int? uses YT_NONE for None); int[] -> (const int64_t *, int length);
- * bool -> bool; float -> double; ScalarType? -> yt_dtype (YT_DTYPE_NONE); Device? -> yt_device. */
+ * bool -> bool; float -> double; ScalarType? -> yt_dtype (YT_DTYPE_NONE); Device? -> yt_device;
+ * str -> const char * (NULL: the default); Tensor? -> yt_tensor * (NULL: None); Scalar?, bool?,
+ * float? -> const yt_scalar *, const bool *, const double * (NULL: None); Generator? ->
+ * yt_generator * (NULL: the default generator). */
 #ifndef YATEN_OPS_H
 #define YATEN_OPS_H
 
@@ -1022,7 +1025,7 @@ YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_dtype dtype,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:595) */
+/* ---- sum_backward (ops.yaml:596) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -1031,7 +1034,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:602) */
+/* ---- mean_backward (ops.yaml:603) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -1040,7 +1043,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:609) */
+/* ---- amax_backward (ops.yaml:610) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -1049,7 +1052,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:616) */
+/* ---- permute_backward (ops.yaml:617) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -1057,7 +1060,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:623) */
+/* ---- pow_backward (ops.yaml:624) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -1065,7 +1068,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:630) */
+/* ---- pow_backward_self (ops.yaml:631) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -1073,7 +1076,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:637) */
+/* ---- pow_backward_exponent (ops.yaml:638) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -1082,7 +1085,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:644) */
+/* ---- slice_backward (ops.yaml:645) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -1092,7 +1095,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:652) */
+/* ---- select_backward (ops.yaml:653) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.

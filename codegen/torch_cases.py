@@ -1,0 +1,67 @@
+"""The PyTorch side of the differential tests: for every per-op case in generated/tests/op_cases.c
+(same order, same index), a Python function that computes the op with PyTorch from the case's
+tensors, with the sample's other arguments written out. Emitted as generated/tests/torch_cases.py
+and run by tests/diff/test_vs_torch.py against what tests/diff/runner.c computed with yaten."""
+
+from __future__ import annotations
+
+from model import DTYPES, Op
+
+TORCH_DTYPE = {"bool": "torch.bool", "u8": "torch.uint8", "i8": "torch.int8", "i16": "torch.int16",
+               "i32": "torch.int32", "i64": "torch.int64", "f16": "torch.float16", "bf16": "torch.bfloat16",
+               "f32": "torch.float32", "f64": "torch.float64"}
+
+
+def _py_value(arg, value) -> str:
+    if value is None:
+        return "None"
+    if arg.kind == "dtype":
+        return TORCH_DTYPE[value]
+    if arg.kind == "device":
+        return repr(value)
+    if arg.kind == "intlist":
+        return "[" + ", ".join(str(int(x)) for x in value) + "]"
+    if arg.kind == "bool":
+        return "True" if value else "False"
+    if arg.kind == "float":
+        return repr(float(value))
+    return repr(value)
+
+
+def _reference(op: Op, tensor_names: list[str]) -> str:
+    if op.torch_ref:
+        return op.torch_ref
+    # The overload packet, not one overload: PyTorch picks the overload from the argument types,
+    # and our overload names need not match aten's (transpose vs transpose.int).
+    parts = []
+    for a in op.schema.args:
+        parts.append(f"{a.name}={a.name}" if a.kwarg_only else a.name)
+    return f"torch.ops.aten.{op.schema.name}({', '.join(parts)})"
+
+
+def torch_case(index: int, op: Op, sample: dict, where: str) -> dict:
+    """One entry of generated/tests/torch_cases.py."""
+    # The tensors the case passes (an optional tensor the sample leaves out is None).
+    tensors = [a for a in op.schema.args if a.kind == "tensor" and sample.get(a.name) is not None]
+    locals_ = []
+    for a in op.schema.args:
+        if a.kind == "tensor":
+            if sample.get(a.name) is None:
+                locals_.append(f"{a.name} = None")
+            continue
+        value = sample[a.name] if a.name in sample else a.default
+        locals_.append(f"{a.name} = {_py_value(a, value)}")
+    free = [t.name for t in tensors if "dtype" not in sample[t.name]]
+    dtypes = [d for d in DTYPES if all(d in op.dtypes.get(t, DTYPES) for t in free)] if free else []
+    return {
+        "index": index,
+        "fn": f"case_{index}",
+        "op": op.schema.full_name,
+        "where": where,
+        "tensors": [t.name for t in tensors],
+        "free": [t.name in free for t in tensors],
+        "dtypes": dtypes,
+        "random": any(a.kind == "generator" for a in op.schema.args),
+        "locals": locals_,
+        "expr": _reference(op, [t.name for t in tensors]),
+    }
