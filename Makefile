@@ -177,6 +177,7 @@ test-asan:
 TORCH_BENCHES := $(BUILD)/bench/overhead_torch
 bench: deps-bench $(BENCHES) $(TORCH_BENCHES)
 	$(Q)bench/overhead.sh $(BUILD)
+	$(Q)bench/gemm.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)
 
 deps-bench:

@@ -1687,6 +1687,267 @@ yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
     return status;
 }
 
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * backward, from derivatives.yaml:165:
+ *   self: bmm(grad, mat2.transpose(1, 2))
+ *   mat2: bmm(self.transpose(1, 2), grad)
+ */
+typedef struct bmm_node {
+    yt_node base;  /* must be first */
+    yt_saved mat2; /* used by: self */
+    yt_saved self; /* used by: mat2 */
+} bmm_node;
+
+static yt_status
+bmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    bmm_node *node = (bmm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
+        yt_tensor *t0 = yt_transpose(mat2, 1, 2);
+        out[0] = yt_bmm(grads[0], t0);
+        yt_release(t0);
+        yt_release(mat2);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *self = yt__saved_unpack(&node->self, &node->base, "self");
+        yt_tensor *t0 = yt_transpose(self, 1, 2);
+        out[1] = yt_bmm(t0, grads[0]);
+        yt_release(t0);
+        yt_release(self);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+bmm_release_saved(yt_node *node_)
+{
+    bmm_node *node = (bmm_node *)node_;
+    yt__saved_release(&node->mat2);
+    yt__saved_release(&node->self);
+}
+
+static const yt_node_kind bmm_node_kind = {
+    .name = "BmmBackward",
+    .op_name = "bmm",
+    .size = sizeof(bmm_node),
+    .backward = bmm_backward,
+    .release_saved = bmm_release_saved,
+};
+
+yt_status
+yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
+{
+    bmm_node *node = (bmm_node *)yt__node_new(&bmm_node_kind, 2, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, mat2);
+    if (status == YT_OK && (node->base.needs_grad[0]))
+        status = yt__saved_init(&node->mat2, mat2, false, 0);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->self, self, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:169:
+ *   self: sum_to(grad * beta, self.shape)
+ *   mat1: mm(grad, mat2.t()) * alpha
+ *   mat2: mm(mat1.t(), grad) * alpha
+ */
+typedef struct addmm_node {
+    yt_node base;        /* must be first */
+    yt_scalar beta;      /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    yt_saved mat2;       /* used by: mat1 */
+    yt_scalar alpha;     /* used by: mat1, mat2 */
+    yt_saved mat1;       /* used by: mat2 */
+} addmm_node;
+
+static yt_status
+addmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    addmm_node *node = (addmm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->beta);
+        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *mat2 = yt__saved_unpack(&node->mat2, &node->base, "mat2");
+        yt_tensor *t0 = yt_t(mat2);
+        yt_tensor *t1 = yt_mm(grads[0], t0);
+        out[1] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mat2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *mat1 = yt__saved_unpack(&node->mat1, &node->base, "mat1");
+        yt_tensor *t0 = yt_t(mat1);
+        yt_tensor *t1 = yt_mm(t0, grads[0]);
+        out[2] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(mat1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+addmm_release_saved(yt_node *node_)
+{
+    addmm_node *node = (addmm_node *)node_;
+    yt__saved_release(&node->mat2);
+    yt__saved_release(&node->mat1);
+}
+
+static const yt_node_kind addmm_node_kind = {
+    .name = "AddmmBackward",
+    .op_name = "addmm",
+    .size = sizeof(addmm_node),
+    .backward = addmm_backward,
+    .release_saved = addmm_release_saved,
+};
+
+yt_status
+yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
+                 yt_scalar beta, yt_scalar alpha)
+{
+    addmm_node *node = (addmm_node *)yt__node_new(&addmm_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, mat1);
+    yt__node_set_edge(&node->base, 2, mat2);
+    node->beta = beta;
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->mat2, mat2, false, 0);
+    node->alpha = alpha;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->mat1, mat1, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * backward, from derivatives.yaml:174:
+ *   self: sum_to(grad * beta, self.shape)
+ *   batch1: bmm(grad, batch2.transpose(1, 2)) * alpha
+ *   batch2: bmm(batch1.transpose(1, 2), grad) * alpha
+ */
+typedef struct baddbmm_node {
+    yt_node base;        /* must be first */
+    yt_scalar beta;      /* used by: self */
+    yt_shape self_shape; /* used by: self */
+    yt_saved batch2;     /* used by: batch1 */
+    yt_scalar alpha;     /* used by: batch1, batch2 */
+    yt_saved batch1;     /* used by: batch2 */
+} baddbmm_node;
+
+static yt_status
+baddbmm_backward(yt_node *node_, yt_tensor *const *grads, yt_tensor **out)
+{
+    baddbmm_node *node = (baddbmm_node *)node_;
+
+    if (node->base.needs_grad[0]) {
+        yt_tensor *t0 = yt_mul_scalar(grads[0], node->beta);
+        out[0] = yt_sum_to(t0, node->self_shape.sizes, node->self_shape.dim);
+        yt_release(t0);
+        if (out[0] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[1]) {
+        yt_tensor *batch2 = yt__saved_unpack(&node->batch2, &node->base, "batch2");
+        yt_tensor *t0 = yt_transpose(batch2, 1, 2);
+        yt_tensor *t1 = yt_bmm(grads[0], t0);
+        out[1] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(batch2);
+        if (out[1] == NULL)
+            return yt__last_status();
+    }
+
+    if (node->base.needs_grad[2]) {
+        yt_tensor *batch1 = yt__saved_unpack(&node->batch1, &node->base, "batch1");
+        yt_tensor *t0 = yt_transpose(batch1, 1, 2);
+        yt_tensor *t1 = yt_bmm(t0, grads[0]);
+        out[2] = yt_mul_scalar(t1, node->alpha);
+        yt_release(t1);
+        yt_release(t0);
+        yt_release(batch1);
+        if (out[2] == NULL)
+            return yt__last_status();
+    }
+    return YT_OK;
+}
+
+static void
+baddbmm_release_saved(yt_node *node_)
+{
+    baddbmm_node *node = (baddbmm_node *)node_;
+    yt__saved_release(&node->batch2);
+    yt__saved_release(&node->batch1);
+}
+
+static const yt_node_kind baddbmm_node_kind = {
+    .name = "BaddbmmBackward",
+    .op_name = "baddbmm",
+    .size = sizeof(baddbmm_node),
+    .backward = baddbmm_backward,
+    .release_saved = baddbmm_release_saved,
+};
+
+yt_status
+yt__record_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
+                   yt_scalar beta, yt_scalar alpha)
+{
+    baddbmm_node *node = (baddbmm_node *)yt__node_new(&baddbmm_node_kind, 3, 1);
+    if (node == NULL)
+        return yt_errcode();
+    yt_status status = YT_OK;
+    yt__node_set_edge(&node->base, 0, self);
+    yt__node_set_edge(&node->base, 1, batch1);
+    yt__node_set_edge(&node->base, 2, batch2);
+    node->beta = beta;
+    yt__shape_of(&node->self_shape, self);
+    if (status == YT_OK && (node->base.needs_grad[1]))
+        status = yt__saved_init(&node->batch2, batch2, false, 0);
+    node->alpha = alpha;
+    if (status == YT_OK && (node->base.needs_grad[2]))
+        status = yt__saved_init(&node->batch1, batch1, false, 0);
+    if (status == YT_OK)
+        yt__node_set_output(&node->base, result, 0);
+    yt__node_release(&node->base);
+    return status;
+}
+
 /* t(Tensor self) -> Tensor
  * backward, from derivatives.yaml:117:
  *   self: grad.t()

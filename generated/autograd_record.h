@@ -46,6 +46,11 @@ YT_INTERNAL yt_status yt__record_mean_dim(yt_tensor *result, yt_tensor *self, co
 YT_INTERNAL yt_status yt__record_amax(yt_tensor *result, yt_tensor *self, const int64_t *dim,
                                       int dim_len, bool keepdim);
 YT_INTERNAL yt_status yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
+YT_INTERNAL yt_status yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
+YT_INTERNAL yt_status yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1,
+                                       yt_tensor *mat2, yt_scalar beta, yt_scalar alpha);
+YT_INTERNAL yt_status yt__record_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
+                                         yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 YT_INTERNAL yt_status yt__record_t(yt_tensor *result, yt_tensor *self);
 YT_INTERNAL yt_status yt__record_transpose(yt_tensor *result, yt_tensor *self, int64_t dim0,
                                            int64_t dim1);

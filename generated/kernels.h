@@ -172,6 +172,22 @@ typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_ten
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 
+typedef yt_status (*yt__bmm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
+extern const yt__bmm_kernel_fn yt__bmm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
+
+typedef yt_status (*yt__addmm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mat1,
+                                         yt_tensor *mat2, yt_scalar beta, yt_scalar alpha);
+extern const yt__addmm_kernel_fn yt__addmm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1,
+                                    yt_tensor *mat2, yt_scalar beta, yt_scalar alpha);
+
+typedef yt_status (*yt__baddbmm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
+                                           yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
+extern const yt__baddbmm_kernel_fn yt__baddbmm_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1,
+                                      yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
+
 typedef yt_status (*yt__zeros_kernel_fn)(yt_tensor *result, const int64_t *size, int size_len,
                                          yt_dtype dtype, yt_device device);
 extern const yt__zeros_kernel_fn yt__zeros_kernels[YT_DEVICE_COUNT];
@@ -231,6 +247,8 @@ YT_INTERNAL yt_status yt__cpu_select_backward(yt_tensor *result, yt_tensor *grad
 
 /* views (runtime/views.c) and composites (kernels/composite/) */
 YT_INTERNAL yt_tensor *yt__composite_matmul(yt_tensor *self, yt_tensor *other);
+YT_INTERNAL yt_tensor *yt__composite_dot(yt_tensor *self, yt_tensor *tensor);
+YT_INTERNAL yt_tensor *yt__composite_outer(yt_tensor *self, yt_tensor *vec2);
 YT_INTERNAL yt_tensor *yt__view_t(yt_tensor *self);
 YT_INTERNAL yt_tensor *yt__view_transpose_int(yt_tensor *self, int64_t dim0, int64_t dim1);
 YT_INTERNAL yt_tensor *yt__view_permute(yt_tensor *self, const int64_t *dims, int dims_len);

@@ -162,3 +162,635 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
     yt__scope_resume();
     return yt__scope_track(result);
 }
+
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * from ops.yaml:377; backward from derivatives.yaml:165 */
+yt_tensor *
+yt_bmm(yt_tensor *self, yt_tensor *mat2)
+{
+    if (self == NULL)
+        return yt__null_arg("bmm", "self"); /* keeps an earlier error */
+    if (mat2 == NULL)
+        return yt__null_arg("bmm", "mat2"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "bmm: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "bmm: mat2 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(mat2->dtype));
+    if (mat2->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "bmm: mat2 is on %s but self is on %s",
+                        yt_device_name(mat2->device), yt_device_name(self->device));
+    if (mat2->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "bmm: mat2 has dtype %s but self has dtype %s",
+                        yt_dtype_name(mat2->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(self->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "bmm: self must be 3-D, got %d-D", self->dim);
+    if (!(mat2->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "bmm: mat2 must be 3-D, got %d-D", mat2->dim);
+    if (!(self->sizes[0] == mat2->sizes[0]))
+        return yt__fail(YT_ERR_SHAPE, "bmm: self.size(0)=%lld does not match mat2.size(0)=%lld",
+                        (long long)self->sizes[0], (long long)mat2->sizes[0]);
+    if (!(self->sizes[2] == mat2->sizes[1]))
+        return yt__fail(YT_ERR_SHAPE, "bmm: self.size(2)=%lld does not match mat2.size(1)=%lld",
+                        (long long)self->sizes[2], (long long)mat2->sizes[1]);
+    yt_shape result_shape;
+    result_shape.dim = 3;
+    result_shape.sizes[0] = self->sizes[0];
+    result_shape.sizes[1] = self->sizes[1];
+    result_shape.sizes[2] = mat2->sizes[2];
+    yt_device result_device = self->device;
+    yt__bmm_kernel_fn kernel = yt__bmm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "bmm: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[2] = {self, mat2};
+    bool recording = yt__any_requires_grad(2, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mat2);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_bmm(result, self, mat2) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* bmm(Tensor self, Tensor mat2) -> Tensor
+ * from ops.yaml:377; backward from derivatives.yaml:165 */
+yt_status
+yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
+{
+    if (out == NULL)
+        return yt__null_status("bmm_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("bmm_out", "self"); /* keeps an earlier error */
+    if (mat2 == NULL)
+        return yt__null_status("bmm_out", "mat2"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "bmm_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "bmm_out: mat2 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(mat2->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "bmm_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (mat2->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "bmm_out: mat2 is on %s but self is on %s",
+                               yt_device_name(mat2->device), yt_device_name(self->device));
+    if (mat2->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "bmm_out: mat2 has dtype %s but self has dtype %s",
+                               yt_dtype_name(mat2->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(self->dim == 3))
+        return yt__fail_status(YT_ERR_SHAPE, "bmm_out: self must be 3-D, got %d-D", self->dim);
+    if (!(mat2->dim == 3))
+        return yt__fail_status(YT_ERR_SHAPE, "bmm_out: mat2 must be 3-D, got %d-D", mat2->dim);
+    if (!(self->sizes[0] == mat2->sizes[0]))
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "bmm_out: self.size(0)=%lld does not match mat2.size(0)=%lld",
+                               (long long)self->sizes[0], (long long)mat2->sizes[0]);
+    if (!(self->sizes[2] == mat2->sizes[1]))
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "bmm_out: self.size(2)=%lld does not match mat2.size(1)=%lld",
+                               (long long)self->sizes[2], (long long)mat2->sizes[1]);
+    yt_shape result_shape;
+    result_shape.dim = 3;
+    result_shape.sizes[0] = self->sizes[0];
+    result_shape.sizes[1] = self->sizes[1];
+    result_shape.sizes[2] = mat2->sizes[2];
+    yt_device result_device = self->device;
+    yt__bmm_kernel_fn kernel = yt__bmm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "bmm_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[3] = {out, self, mat2};
+    if (yt__any_requires_grad(3, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "bmm_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "bmm_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
+yt_tensor *
+yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
+{
+    return yt_addmm_ex(self, mat1, mat2, yt_int(1), yt_int(1));
+}
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
+yt_tensor *
+yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, yt_scalar alpha)
+{
+    if (self == NULL)
+        return yt__null_arg("addmm", "self"); /* keeps an earlier error */
+    if (mat1 == NULL)
+        return yt__null_arg("addmm", "mat1"); /* keeps an earlier error */
+    if (mat2 == NULL)
+        return yt__null_arg("addmm", "mat2"); /* keeps an earlier error */
+    if ((unsigned)beta.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "addmm: beta has an invalid scalar kind %d", (int)beta.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "addmm: alpha has an invalid scalar kind %d",
+                        (int)alpha.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "addmm: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "addmm: mat1 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(mat1->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "addmm: mat2 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(mat2->dtype));
+    if (mat1->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "addmm: mat1 is on %s but self is on %s",
+                        yt_device_name(mat1->device), yt_device_name(self->device));
+    if (mat2->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "addmm: mat2 is on %s but self is on %s",
+                        yt_device_name(mat2->device), yt_device_name(self->device));
+    if (mat1->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "addmm: mat1 has dtype %s but self has dtype %s",
+                        yt_dtype_name(mat1->dtype), yt_dtype_name(self->dtype));
+    if (mat2->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "addmm: mat2 has dtype %s but self has dtype %s",
+                        yt_dtype_name(mat2->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(mat1->dim == 2))
+        return yt__fail(YT_ERR_SHAPE, "addmm: mat1 must be 2-D, got %d-D", mat1->dim);
+    if (!(mat2->dim == 2))
+        return yt__fail(YT_ERR_SHAPE, "addmm: mat2 must be 2-D, got %d-D", mat2->dim);
+    if (!(mat1->sizes[1] == mat2->sizes[0]))
+        return yt__fail(YT_ERR_SHAPE, "addmm: mat1.size(1)=%lld does not match mat2.size(0)=%lld",
+                        (long long)mat1->sizes[1], (long long)mat2->sizes[0]);
+    if (!(self->dim <= 2))
+        return yt__fail(YT_ERR_SHAPE, "addmm: self must be at most 2-D, got %d-D", self->dim);
+    if (!((self->dim < 1 || self->sizes[self->dim - 1] == 1 ||
+           self->sizes[self->dim - 1] == mat2->sizes[1])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "addmm: expected self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1), got self.dim=%d, self.size(-1)=%lld, mat2.size(1)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 1], (long long)mat2->sizes[1]);
+    if (!((self->dim < 2 || self->sizes[self->dim - 2] == 1 ||
+           self->sizes[self->dim - 2] == mat1->sizes[0])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "addmm: expected self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0), got self.dim=%d, self.size(-2)=%lld, mat1.size(0)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 2], (long long)mat1->sizes[0]);
+    yt_shape result_shape;
+    result_shape.dim = 2;
+    result_shape.sizes[0] = mat1->sizes[0];
+    result_shape.sizes[1] = mat2->sizes[1];
+    yt_device result_device = self->device;
+    yt__addmm_kernel_fn kernel = yt__addmm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "addmm: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {self, mat1, mat2};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, mat1, mat2, beta, alpha);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_addmm(result, self, mat1, mat2, beta, alpha) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
+yt_status
+yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
+{
+    return yt_addmm_ex_out(out, self, mat1, mat2, yt_int(1), yt_int(1));
+}
+
+/* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:400; backward from derivatives.yaml:169 */
+yt_status
+yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
+                yt_scalar alpha)
+{
+    if (out == NULL)
+        return yt__null_status("addmm_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("addmm_out", "self"); /* keeps an earlier error */
+    if (mat1 == NULL)
+        return yt__null_status("addmm_out", "mat1"); /* keeps an earlier error */
+    if (mat2 == NULL)
+        return yt__null_status("addmm_out", "mat2"); /* keeps an earlier error */
+    if ((unsigned)beta.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "addmm_out: beta has an invalid scalar kind %d",
+                               (int)beta.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "addmm_out: alpha has an invalid scalar kind %d",
+                               (int)alpha.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addmm_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(mat1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addmm_out: mat1 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(mat1->dtype));
+    if (!(YT_DTYPE_BIT(mat2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "addmm_out: mat2 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(mat2->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addmm_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (mat1->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addmm_out: mat1 is on %s but self is on %s",
+                               yt_device_name(mat1->device), yt_device_name(self->device));
+    if (mat2->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "addmm_out: mat2 is on %s but self is on %s",
+                               yt_device_name(mat2->device), yt_device_name(self->device));
+    if (mat1->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "addmm_out: mat1 has dtype %s but self has dtype %s",
+                               yt_dtype_name(mat1->dtype), yt_dtype_name(self->dtype));
+    if (mat2->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE, "addmm_out: mat2 has dtype %s but self has dtype %s",
+                               yt_dtype_name(mat2->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(mat1->dim == 2))
+        return yt__fail_status(YT_ERR_SHAPE, "addmm_out: mat1 must be 2-D, got %d-D", mat1->dim);
+    if (!(mat2->dim == 2))
+        return yt__fail_status(YT_ERR_SHAPE, "addmm_out: mat2 must be 2-D, got %d-D", mat2->dim);
+    if (!(mat1->sizes[1] == mat2->sizes[0]))
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "addmm_out: mat1.size(1)=%lld does not match mat2.size(0)=%lld",
+                               (long long)mat1->sizes[1], (long long)mat2->sizes[0]);
+    if (!(self->dim <= 2))
+        return yt__fail_status(YT_ERR_SHAPE, "addmm_out: self must be at most 2-D, got %d-D",
+                               self->dim);
+    if (!((self->dim < 1 || self->sizes[self->dim - 1] == 1 ||
+           self->sizes[self->dim - 1] == mat2->sizes[1])))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "addmm_out: expected self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1), got self.dim=%d, self.size(-1)=%lld, mat2.size(1)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 1], (long long)mat2->sizes[1]);
+    if (!((self->dim < 2 || self->sizes[self->dim - 2] == 1 ||
+           self->sizes[self->dim - 2] == mat1->sizes[0])))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "addmm_out: expected self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0), got self.dim=%d, self.size(-2)=%lld, mat1.size(0)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 2], (long long)mat1->sizes[0]);
+    yt_shape result_shape;
+    result_shape.dim = 2;
+    result_shape.sizes[0] = mat1->sizes[0];
+    result_shape.sizes[1] = mat2->sizes[1];
+    yt_device result_device = self->device;
+    yt__addmm_kernel_fn kernel = yt__addmm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "addmm_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[4] = {out, self, mat1, mat2};
+    if (yt__any_requires_grad(4, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "addmm_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "addmm_out", "out") != YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self, mat1, mat2, beta, alpha);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
+yt_tensor *
+yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
+{
+    return yt_baddbmm_ex(self, batch1, batch2, yt_int(1), yt_int(1));
+}
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
+yt_tensor *
+yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar beta,
+              yt_scalar alpha)
+{
+    if (self == NULL)
+        return yt__null_arg("baddbmm", "self"); /* keeps an earlier error */
+    if (batch1 == NULL)
+        return yt__null_arg("baddbmm", "batch1"); /* keeps an earlier error */
+    if (batch2 == NULL)
+        return yt__null_arg("baddbmm", "batch2"); /* keeps an earlier error */
+    if ((unsigned)beta.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "baddbmm: beta has an invalid scalar kind %d",
+                        (int)beta.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail(YT_ERR_VALUE, "baddbmm: alpha has an invalid scalar kind %d",
+                        (int)alpha.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "baddbmm: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(batch1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "baddbmm: batch1 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(batch1->dtype));
+    if (!(YT_DTYPE_BIT(batch2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "baddbmm: batch2 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(batch2->dtype));
+    if (batch1->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "baddbmm: batch1 is on %s but self is on %s",
+                        yt_device_name(batch1->device), yt_device_name(self->device));
+    if (batch2->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "baddbmm: batch2 is on %s but self is on %s",
+                        yt_device_name(batch2->device), yt_device_name(self->device));
+    if (batch1->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "baddbmm: batch1 has dtype %s but self has dtype %s",
+                        yt_dtype_name(batch1->dtype), yt_dtype_name(self->dtype));
+    if (batch2->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "baddbmm: batch2 has dtype %s but self has dtype %s",
+                        yt_dtype_name(batch2->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(batch1->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "baddbmm: batch1 must be 3-D, got %d-D", batch1->dim);
+    if (!(batch2->dim == 3))
+        return yt__fail(YT_ERR_SHAPE, "baddbmm: batch2 must be 3-D, got %d-D", batch2->dim);
+    if (!(batch1->sizes[0] == batch2->sizes[0]))
+        return yt__fail(YT_ERR_SHAPE,
+                        "baddbmm: batch1.size(0)=%lld does not match batch2.size(0)=%lld",
+                        (long long)batch1->sizes[0], (long long)batch2->sizes[0]);
+    if (!(batch1->sizes[2] == batch2->sizes[1]))
+        return yt__fail(YT_ERR_SHAPE,
+                        "baddbmm: batch1.size(2)=%lld does not match batch2.size(1)=%lld",
+                        (long long)batch1->sizes[2], (long long)batch2->sizes[1]);
+    if (!(self->dim <= 3))
+        return yt__fail(YT_ERR_SHAPE, "baddbmm: self must be at most 3-D, got %d-D", self->dim);
+    if (!((self->dim < 1 || self->sizes[self->dim - 1] == 1 ||
+           self->sizes[self->dim - 1] == batch2->sizes[2])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "baddbmm: expected self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2), got self.dim=%d, self.size(-1)=%lld, batch2.size(2)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 1], (long long)batch2->sizes[2]);
+    if (!((self->dim < 2 || self->sizes[self->dim - 2] == 1 ||
+           self->sizes[self->dim - 2] == batch1->sizes[1])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "baddbmm: expected self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1), got self.dim=%d, self.size(-2)=%lld, batch1.size(1)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 2], (long long)batch1->sizes[1]);
+    if (!((self->dim < 3 || self->sizes[0] == 1 || self->sizes[0] == batch1->sizes[0])))
+        return yt__fail(
+            YT_ERR_SHAPE,
+            "baddbmm: expected self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0), got self.dim=%d, self.size(0)=%lld, batch1.size(0)=%lld",
+            self->dim, (long long)self->sizes[0], (long long)batch1->sizes[0]);
+    yt_shape result_shape;
+    result_shape.dim = 3;
+    result_shape.sizes[0] = batch1->sizes[0];
+    result_shape.sizes[1] = batch1->sizes[1];
+    result_shape.sizes[2] = batch2->sizes[2];
+    yt_device result_device = self->device;
+    yt__baddbmm_kernel_fn kernel = yt__baddbmm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail(YT_ERR_DEVICE, "baddbmm: not implemented for %s",
+                        yt_device_name(result_device));
+    yt_tensor *const grad_inputs[3] = {self, batch1, batch2};
+    bool recording = yt__any_requires_grad(3, grad_inputs);
+    yt_tensor *result = yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        result == NULL ? yt_errcode() : kernel(result, self, batch1, batch2, beta, alpha);
+    if (status != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    if (recording && yt__record_baddbmm(result, self, batch1, batch2, beta, alpha) != YT_OK) {
+        yt_release(result);
+        return NULL;
+    }
+    return yt__scope_track(result);
+}
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
+yt_status
+yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
+{
+    return yt_baddbmm_ex_out(out, self, batch1, batch2, yt_int(1), yt_int(1));
+}
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+ * from ops.yaml:428; backward from derivatives.yaml:174 */
+yt_status
+yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
+                  yt_scalar beta, yt_scalar alpha)
+{
+    if (out == NULL)
+        return yt__null_status("baddbmm_out", "out"); /* keeps an earlier error */
+    if (self == NULL)
+        return yt__null_status("baddbmm_out", "self"); /* keeps an earlier error */
+    if (batch1 == NULL)
+        return yt__null_status("baddbmm_out", "batch1"); /* keeps an earlier error */
+    if (batch2 == NULL)
+        return yt__null_status("baddbmm_out", "batch2"); /* keeps an earlier error */
+    if ((unsigned)beta.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "baddbmm_out: beta has an invalid scalar kind %d",
+                               (int)beta.kind);
+    if ((unsigned)alpha.kind > YT_SCALAR_FLOAT)
+        return yt__fail_status(YT_ERR_VALUE, "baddbmm_out: alpha has an invalid scalar kind %d",
+                               (int)alpha.kind);
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "baddbmm_out: self has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(batch1->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "baddbmm_out: batch1 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(batch1->dtype));
+    if (!(YT_DTYPE_BIT(batch2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "baddbmm_out: batch2 has dtype %s, expected f16, bf16, f32, f64",
+                               yt_dtype_name(batch2->dtype));
+    if (out->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "baddbmm_out: out is on %s but self is on %s",
+                               yt_device_name(out->device), yt_device_name(self->device));
+    if (batch1->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "baddbmm_out: batch1 is on %s but self is on %s",
+                               yt_device_name(batch1->device), yt_device_name(self->device));
+    if (batch2->device != self->device)
+        return yt__fail_status(YT_ERR_DEVICE, "baddbmm_out: batch2 is on %s but self is on %s",
+                               yt_device_name(batch2->device), yt_device_name(self->device));
+    if (batch1->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "baddbmm_out: batch1 has dtype %s but self has dtype %s",
+                               yt_dtype_name(batch1->dtype), yt_dtype_name(self->dtype));
+    if (batch2->dtype != self->dtype)
+        return yt__fail_status(YT_ERR_DTYPE,
+                               "baddbmm_out: batch2 has dtype %s but self has dtype %s",
+                               yt_dtype_name(batch2->dtype), yt_dtype_name(self->dtype));
+    yt_dtype compute_dtype = self->dtype;
+    yt_dtype result_dtype = compute_dtype;
+    if (!(batch1->dim == 3))
+        return yt__fail_status(YT_ERR_SHAPE, "baddbmm_out: batch1 must be 3-D, got %d-D",
+                               batch1->dim);
+    if (!(batch2->dim == 3))
+        return yt__fail_status(YT_ERR_SHAPE, "baddbmm_out: batch2 must be 3-D, got %d-D",
+                               batch2->dim);
+    if (!(batch1->sizes[0] == batch2->sizes[0]))
+        return yt__fail_status(
+            YT_ERR_SHAPE, "baddbmm_out: batch1.size(0)=%lld does not match batch2.size(0)=%lld",
+            (long long)batch1->sizes[0], (long long)batch2->sizes[0]);
+    if (!(batch1->sizes[2] == batch2->sizes[1]))
+        return yt__fail_status(
+            YT_ERR_SHAPE, "baddbmm_out: batch1.size(2)=%lld does not match batch2.size(1)=%lld",
+            (long long)batch1->sizes[2], (long long)batch2->sizes[1]);
+    if (!(self->dim <= 3))
+        return yt__fail_status(YT_ERR_SHAPE, "baddbmm_out: self must be at most 3-D, got %d-D",
+                               self->dim);
+    if (!((self->dim < 1 || self->sizes[self->dim - 1] == 1 ||
+           self->sizes[self->dim - 1] == batch2->sizes[2])))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "baddbmm_out: expected self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2), got self.dim=%d, self.size(-1)=%lld, batch2.size(2)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 1], (long long)batch2->sizes[2]);
+    if (!((self->dim < 2 || self->sizes[self->dim - 2] == 1 ||
+           self->sizes[self->dim - 2] == batch1->sizes[1])))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "baddbmm_out: expected self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1), got self.dim=%d, self.size(-2)=%lld, batch1.size(1)=%lld",
+            self->dim, (long long)self->sizes[self->dim - 2], (long long)batch1->sizes[1]);
+    if (!((self->dim < 3 || self->sizes[0] == 1 || self->sizes[0] == batch1->sizes[0])))
+        return yt__fail_status(
+            YT_ERR_SHAPE,
+            "baddbmm_out: expected self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0), got self.dim=%d, self.size(0)=%lld, batch1.size(0)=%lld",
+            self->dim, (long long)self->sizes[0], (long long)batch1->sizes[0]);
+    yt_shape result_shape;
+    result_shape.dim = 3;
+    result_shape.sizes[0] = batch1->sizes[0];
+    result_shape.sizes[1] = batch1->sizes[1];
+    result_shape.sizes[2] = batch2->sizes[2];
+    yt_device result_device = self->device;
+    yt__baddbmm_kernel_fn kernel = yt__baddbmm_kernels[result_device];
+    if (kernel == NULL)
+        return yt__fail_status(YT_ERR_DEVICE, "baddbmm_out: not implemented for %s",
+                               yt_device_name(result_device));
+    yt_tensor *const all_tensors[4] = {out, self, batch1, batch2};
+    if (yt__any_requires_grad(4, all_tensors))
+        return yt__fail_status(
+            YT_ERR_STATE,
+            "baddbmm_out: out= variants do not support autograd, but an argument requires grad");
+    if (yt__check_out(out, &result_shape, result_dtype, result_device, "baddbmm_out", "out") !=
+        YT_OK)
+        return yt_errcode();
+    yt_tensor *target = out->dtype == result_dtype && out->is_contiguous
+                            ? out
+                            : yt__empty(&result_shape, result_dtype, result_device);
+    yt_status status =
+        target == NULL ? yt_errcode() : kernel(target, self, batch1, batch2, beta, alpha);
+    if (target != out) {
+        if (status == YT_OK)
+            status = yt__copy_into(out, target);
+        yt_release(target);
+    }
+    if (status == YT_OK)
+        yt__bump_version(out);
+    return status;
+}
+
+/* dot(Tensor self, Tensor tensor) -> Tensor
+ * from ops.yaml:460 */
+yt_tensor *
+yt_dot(yt_tensor *self, yt_tensor *tensor)
+{
+    if (self == NULL)
+        return yt__null_arg("dot", "self"); /* keeps an earlier error */
+    if (tensor == NULL)
+        return yt__null_arg("dot", "tensor"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "dot: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(tensor->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "dot: tensor has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(tensor->dtype));
+    if (tensor->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "dot: tensor is on %s but self is on %s",
+                        yt_device_name(tensor->device), yt_device_name(self->device));
+    if (tensor->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "dot: tensor has dtype %s but self has dtype %s",
+                        yt_dtype_name(tensor->dtype), yt_dtype_name(self->dtype));
+    if (!(self->dim == 1))
+        return yt__fail(YT_ERR_SHAPE, "dot: self must be 1-D, got %d-D", self->dim);
+    if (!(tensor->dim == 1))
+        return yt__fail(YT_ERR_SHAPE, "dot: tensor must be 1-D, got %d-D", tensor->dim);
+    if (!(self->sizes[0] == tensor->sizes[0]))
+        return yt__fail(YT_ERR_SHAPE, "dot: self.size(0)=%lld does not match tensor.size(0)=%lld",
+                        (long long)self->sizes[0], (long long)tensor->sizes[0]);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_dot(self, tensor);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}
+
+/* outer(Tensor self, Tensor vec2) -> Tensor
+ * from ops.yaml:479 */
+yt_tensor *
+yt_outer(yt_tensor *self, yt_tensor *vec2)
+{
+    if (self == NULL)
+        return yt__null_arg("outer", "self"); /* keeps an earlier error */
+    if (vec2 == NULL)
+        return yt__null_arg("outer", "vec2"); /* keeps an earlier error */
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "outer: self has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(vec2->dtype) & YT_DTYPESET_FLOATING))
+        return yt__fail(YT_ERR_DTYPE, "outer: vec2 has dtype %s, expected f16, bf16, f32, f64",
+                        yt_dtype_name(vec2->dtype));
+    if (vec2->device != self->device)
+        return yt__fail(YT_ERR_DEVICE, "outer: vec2 is on %s but self is on %s",
+                        yt_device_name(vec2->device), yt_device_name(self->device));
+    if (vec2->dtype != self->dtype)
+        return yt__fail(YT_ERR_DTYPE, "outer: vec2 has dtype %s but self has dtype %s",
+                        yt_dtype_name(vec2->dtype), yt_dtype_name(self->dtype));
+    if (!(self->dim == 1))
+        return yt__fail(YT_ERR_SHAPE, "outer: self must be 1-D, got %d-D", self->dim);
+    if (!(vec2->dim == 1))
+        return yt__fail(YT_ERR_SHAPE, "outer: vec2 must be 1-D, got %d-D", vec2->dim);
+    yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
+    yt_tensor *result = yt__composite_outer(self, vec2);
+    yt__scope_resume();
+    return yt__scope_track(result);
+}

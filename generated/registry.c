@@ -160,7 +160,33 @@ static const op_info registry[] = {
     {
         .schema = "matmul(Tensor self, Tensor other) -> Tensor",
         .doc =
-            "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched).",
+            "Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with broadcast batch dims, through one bmm).",
+    },
+    {
+        .schema = "bmm(Tensor self, Tensor mat2) -> Tensor",
+        .doc =
+            "Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch entry on the tensors' own strides.",
+    },
+    {
+        .schema =
+            "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        .doc =
+            "`beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores `self` (NaN in it does not propagate), as in PyTorch.",
+    },
+    {
+        .schema =
+            "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        .doc =
+            "`beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0 ignores `self`.",
+    },
+    {
+        .schema = "dot(Tensor self, Tensor tensor) -> Tensor",
+        .doc =
+            "Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).",
+    },
+    {
+        .schema = "outer(Tensor self, Tensor vec2) -> Tensor",
+        .doc = "Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).",
     },
     {
         .schema = "t(Tensor self) -> Tensor",

@@ -3399,77 +3399,619 @@ call_matmul_361(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_362(yt_tensor *const *inputs, void *ctx)
+call_matmul_362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_363(yt_tensor *const *inputs, void *ctx)
+call_matmul_363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_364(yt_tensor *const *inputs, void *ctx)
+call_matmul_364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_t_365(yt_tensor *const *inputs, void *ctx)
+call_matmul_365(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_366(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_367(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_368(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_369(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_370(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_371(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_372(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_373(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_374(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_375(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_376(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_bmm_377(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+out_bmm_378(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_bmm_379(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_380(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_381(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_382(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_bmm_383(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_bmm(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_addmm_384(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_addmm_385(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_386(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_387(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_388(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_389(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_390(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_391(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_addmm_392(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_addmm_393(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_addmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_addmm_394(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_395(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_396(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_397(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_398(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_399(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_addmm_400(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_baddbmm_401(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+out_baddbmm_402(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
+                                         yt_int(2)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_403(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_404(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_405(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_406(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_407(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_408(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+call_baddbmm_409(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+out_baddbmm_410(yt_tensor *const *inputs, void *ctx)
+{
+    yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
+    if (out != NULL &&
+        yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1)) != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+error_baddbmm_411(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_412(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_413(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_414(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_415(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_416(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_417(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_418(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_419(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
+}
+
+static yt_tensor *
+call_dot_420(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_421(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_dot_422(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_423(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_424(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_425(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_dot_426(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_dot(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_427(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_428(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_outer_429(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_430(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_431(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_outer_432(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_outer(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_t_433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_366(yt_tensor *const *inputs, void *ctx)
+call_t_434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_367(yt_tensor *const *inputs, void *ctx)
+error_t_435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_368(yt_tensor *const *inputs, void *ctx)
+call_transpose_436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_369(yt_tensor *const *inputs, void *ctx)
+call_transpose_437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_370(yt_tensor *const *inputs, void *ctx)
+error_transpose_438(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_371(yt_tensor *const *inputs, void *ctx)
+error_transpose_439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_372(yt_tensor *const *inputs, void *ctx)
+call_permute_440(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -3477,7 +4019,7 @@ call_permute_372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_373(yt_tensor *const *inputs, void *ctx)
+error_permute_441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -3485,7 +4027,7 @@ error_permute_373(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_374(yt_tensor *const *inputs, void *ctx)
+error_permute_442(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -3493,7 +4035,7 @@ error_permute_374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_375(yt_tensor *const *inputs, void *ctx)
+call_view_443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -3501,7 +4043,7 @@ call_view_375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_376(yt_tensor *const *inputs, void *ctx)
+call_view_444(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -3509,7 +4051,7 @@ call_view_376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_377(yt_tensor *const *inputs, void *ctx)
+call_reshape_445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -3517,7 +4059,7 @@ call_reshape_377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_378(yt_tensor *const *inputs, void *ctx)
+call_reshape_446(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -3525,7 +4067,7 @@ call_reshape_378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_379(yt_tensor *const *inputs, void *ctx)
+call_expand_447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -3533,7 +4075,7 @@ call_expand_379(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_380(yt_tensor *const *inputs, void *ctx)
+call_expand_448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -3541,112 +4083,112 @@ call_expand_380(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_381(yt_tensor *const *inputs, void *ctx)
+call_squeeze_449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_382(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_383(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_384(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_385(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_386(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_387(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_388(yt_tensor *const *inputs, void *ctx)
+call_slice_456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_389(yt_tensor *const *inputs, void *ctx)
+call_slice_457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_390(yt_tensor *const *inputs, void *ctx)
+error_slice_458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_391(yt_tensor *const *inputs, void *ctx)
+error_slice_459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_392(yt_tensor *const *inputs, void *ctx)
+call_select_460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_393(yt_tensor *const *inputs, void *ctx)
+call_select_461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_394(yt_tensor *const *inputs, void *ctx)
+error_select_462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_395(yt_tensor *const *inputs, void *ctx)
+call_contiguous_463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_zeros_396(yt_tensor *const *inputs, void *ctx)
+call_zeros_464(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3655,7 +4197,7 @@ call_zeros_396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_397(yt_tensor *const *inputs, void *ctx)
+call_ones_465(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3664,7 +4206,7 @@ call_ones_397(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_398(yt_tensor *const *inputs, void *ctx)
+call_full_466(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3673,7 +4215,7 @@ call_full_398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_arange_399(yt_tensor *const *inputs, void *ctx)
+call_arange_467(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3681,7 +4223,7 @@ call_arange_399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_400(yt_tensor *const *inputs, void *ctx)
+call_rand_468(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3690,7 +4232,7 @@ call_rand_400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_401(yt_tensor *const *inputs, void *ctx)
+error_rand_469(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3699,7 +4241,7 @@ error_rand_401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_402(yt_tensor *const *inputs, void *ctx)
+call_randn_470(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3708,7 +4250,7 @@ call_randn_402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_403(yt_tensor *const *inputs, void *ctx)
+error_randn_471(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -3717,7 +4259,7 @@ error_randn_403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_404(yt_tensor *const *inputs, void *ctx)
+call_sum_to_472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -3725,7 +4267,7 @@ call_sum_to_404(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_405(yt_tensor *const *inputs, void *ctx)
+call_sum_to_473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -3733,7 +4275,7 @@ call_sum_to_405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_406(yt_tensor *const *inputs, void *ctx)
+error_sum_to_474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -5368,11 +5910,359 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_362,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_363,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_364,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_365,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_366,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:364 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_367,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_371,
+        .call_inplace = NULL,
+        .call_out = out_bmm_372,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[1] = {.name = "mat2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_bmm_373,
+        .call_inplace = NULL,
+        .call_out = out_bmm_374,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_375,
+        .call_inplace = NULL,
+        .call_out = out_bmm_376,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "bmm",
+        .where = "ops.yaml:394 sample 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_bmm_377,
+        .call_inplace = NULL,
+        .call_out = out_bmm_378,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_384,
+        .call_inplace = NULL,
+        .call_out = out_addmm_385,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[2] =
+            {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_addmm_386,
+        .call_inplace = NULL,
+        .call_out = out_addmm_387,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_388,
+        .call_inplace = NULL,
+        .call_out = out_addmm_389,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_390,
+        .call_inplace = NULL,
+        .call_out = out_addmm_391,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "addmm",
+        .where = "ops.yaml:421 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_addmm_392,
+        .call_inplace = NULL,
+        .call_out = out_addmm_393,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_401,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_402,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_403,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_404,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2",
+                      .dim = 3,
+                      .sizes = {2, 5, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_baddbmm_405,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_406,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_407,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_408,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "baddbmm",
+        .where = "ops.yaml:453 sample 4",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_baddbmm_409,
+        .call_inplace = NULL,
+        .call_out = out_baddbmm_410,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_420,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_421,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "dot",
+        .where = "ops.yaml:474 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .call = call_dot_422,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_427,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_428,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "outer",
+        .where = "ops.yaml:491 sample 2",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
+        .call = call_outer_429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "t",
-        .where = "ops.yaml:382 sample 0",
+        .where = "ops.yaml:531 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_365,
+        .call = call_t_433,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5380,10 +6270,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:382 sample 1",
+        .where = "ops.yaml:531 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_366,
+        .call = call_t_434,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5391,10 +6281,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 0",
+        .where = "ops.yaml:542 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_368,
+        .call = call_transpose_436,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5402,10 +6292,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:393 sample 1",
+        .where = "ops.yaml:542 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_369,
+        .call = call_transpose_437,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5413,10 +6303,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:407 sample 0",
+        .where = "ops.yaml:556 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_372,
+        .call = call_permute_440,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5424,10 +6314,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 0",
+        .where = "ops.yaml:565 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_375,
+        .call = call_view_443,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5435,10 +6325,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:416 sample 1",
+        .where = "ops.yaml:565 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_376,
+        .call = call_view_444,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5446,10 +6336,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 0",
+        .where = "ops.yaml:575 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_377,
+        .call = call_reshape_445,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5457,11 +6347,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:426 sample 1",
+        .where = "ops.yaml:575 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_378,
+        .call = call_reshape_446,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5469,10 +6359,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 0",
+        .where = "ops.yaml:585 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_379,
+        .call = call_expand_447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5480,10 +6370,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:436 sample 1",
+        .where = "ops.yaml:585 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_380,
+        .call = call_expand_448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5491,10 +6381,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:446 sample 0",
+        .where = "ops.yaml:595 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_381,
+        .call = call_squeeze_449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5502,10 +6392,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 0",
+        .where = "ops.yaml:605 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_382,
+        .call = call_squeeze_dim_450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5513,10 +6403,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:456 sample 1",
+        .where = "ops.yaml:605 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_383,
+        .call = call_squeeze_dim_451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5524,10 +6414,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 0",
+        .where = "ops.yaml:616 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_385,
+        .call = call_unsqueeze_453,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5535,10 +6425,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:467 sample 1",
+        .where = "ops.yaml:616 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_386,
+        .call = call_unsqueeze_454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5546,10 +6436,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 0",
+        .where = "ops.yaml:630 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_388,
+        .call = call_slice_456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5557,10 +6447,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:481 sample 1",
+        .where = "ops.yaml:630 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_389,
+        .call = call_slice_457,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5568,10 +6458,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 0",
+        .where = "ops.yaml:641 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_392,
+        .call = call_select_460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5579,10 +6469,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:492 sample 1",
+        .where = "ops.yaml:641 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_393,
+        .call = call_select_461,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -5590,11 +6480,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:502 sample 0",
+        .where = "ops.yaml:651 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_395,
+        .call = call_contiguous_463,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5602,9 +6492,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:522 sample 0",
+        .where = "ops.yaml:671 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_396,
+        .call = call_zeros_464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5612,9 +6502,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:530 sample 0",
+        .where = "ops.yaml:679 sample 0",
         .n_inputs = 0,
-        .call = call_ones_397,
+        .call = call_ones_465,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5622,9 +6512,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:538 sample 0",
+        .where = "ops.yaml:687 sample 0",
         .n_inputs = 0,
-        .call = call_full_398,
+        .call = call_full_466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5632,9 +6522,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:553 sample 0",
+        .where = "ops.yaml:702 sample 0",
         .n_inputs = 0,
-        .call = call_arange_399,
+        .call = call_arange_467,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5642,9 +6532,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:561 sample 0",
+        .where = "ops.yaml:710 sample 0",
         .n_inputs = 0,
-        .call = call_rand_400,
+        .call = call_rand_468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5652,9 +6542,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:572 sample 0",
+        .where = "ops.yaml:721 sample 0",
         .n_inputs = 0,
-        .call = call_randn_402,
+        .call = call_randn_470,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5662,10 +6552,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 0",
+        .where = "ops.yaml:740 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_404,
+        .call = call_sum_to_472,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5673,10 +6563,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:591 sample 1",
+        .where = "ops.yaml:740 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_405,
+        .call = call_sum_to_473,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -5944,7 +6834,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_362,
+        .call = error_matmul_368,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -5954,7 +6844,7 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_363,
+        .call = error_matmul_369,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
@@ -5964,122 +6854,420 @@ const yt_error_case yt_error_cases[] = {
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_364,
+        .call = error_matmul_370,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
+        .op = "bmm",
+        .what = "ops.yaml:383: self.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_379,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:385: mat2.dim == 3",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_380,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:387: self.size(0) == mat2.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_381,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:389: self.size(2) == mat2.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_382,
+        .expect = 0,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "bmm",
+        .what = "ops.yaml:377: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_bmm_383,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "bmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:406: mat1.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_394,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:408: mat2.dim == 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_395,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:410: mat1.size(1) == mat2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_396,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:412: self.dim <= 2",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_397,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:414: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_398,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:416: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_399,
+        .expect = 0,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "addmm",
+        .what = "ops.yaml:400: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_addmm_400,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "addmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:434: batch1.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_411,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:436: batch2.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_412,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:438: batch1.size(0) == batch2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_413,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:440: batch1.size(2) == batch2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_414,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:442: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_415,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:444: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_416,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:446: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_417,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:448: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_418,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:428: dtype of self",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_419,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:466: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_423,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:468: tensor.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_424,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:470: self.size(0) == tensor.size(0)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_425,
+        .expect = 0,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "dot",
+        .what = "ops.yaml:460: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
+        .call = error_dot_426,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "dot: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:485: self.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_430,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:487: vec2.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_431,
+        .expect = 0,
+        .expect_prefix = "outer: ",
+    },
+    {
+        .op = "outer",
+        .what = "ops.yaml:479: dtype of self",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
+        .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = error_outer_432,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "outer: ",
+    },
+    {
         .op = "t",
-        .what = "ops.yaml:378: self.dim <= 2",
+        .what = "ops.yaml:527: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_367,
+        .call = error_t_435,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim0 out of range",
+        .what = "ops.yaml:535: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_370,
+        .call = error_transpose_438,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:386: dim1 out of range",
+        .what = "ops.yaml:535: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_371,
+        .call = error_transpose_439,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:403: len(dims) == self.dim",
+        .what = "ops.yaml:552: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_373,
+        .call = error_permute_441,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:397: dims out of range",
+        .what = "ops.yaml:546: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_374,
+        .call = error_permute_442,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:449: dim out of range",
+        .what = "ops.yaml:598: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_384,
+        .call = error_squeeze_dim_452,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:460: dim out of range",
+        .what = "ops.yaml:609: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_387,
+        .call = error_unsqueeze_455,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:477: step > 0",
+        .what = "ops.yaml:626: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_390,
+        .call = error_slice_458,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:471: dim out of range",
+        .what = "ops.yaml:620: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_391,
+        .call = error_slice_459,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:485: dim out of range",
+        .what = "ops.yaml:634: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_394,
+        .call = error_select_462,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:566: is_floating(result_dtype)",
+        .what = "ops.yaml:715: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_401,
+        .call = error_rand_469,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:577: is_floating(result_dtype)",
+        .what = "ops.yaml:726: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_403,
+        .call = error_randn_471,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:585: dtype of self",
+        .what = "ops.yaml:734: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_406,
+        .call = error_sum_to_474,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

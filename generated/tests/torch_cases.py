@@ -792,103 +792,253 @@ def case_139(self, other):
     return torch.ops.aten.matmul(self, other)
 
 
-def case_140(self):
-    """t (ops.yaml:382 sample 0)"""
+def case_140(self, other):
+    """matmul (ops.yaml:364 sample 5)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_141(self, other):
+    """matmul (ops.yaml:364 sample 6)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_142(self, other):
+    """matmul (ops.yaml:364 sample 7)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_143(self, other):
+    """matmul (ops.yaml:364 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_144(self, other):
+    """matmul (ops.yaml:364 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_145(self, other):
+    """matmul (ops.yaml:364 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_146(self, mat2):
+    """bmm (ops.yaml:394 sample 0)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_147(self, mat2):
+    """bmm (ops.yaml:394 sample 1)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_148(self, mat2):
+    """bmm (ops.yaml:394 sample 2)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_149(self, mat2):
+    """bmm (ops.yaml:394 sample 3)"""
+    return torch.ops.aten.bmm(self, mat2)
+
+
+def case_150(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_151(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_152(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_153(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 3)"""
+    beta = 2
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_154(self, mat1, mat2):
+    """addmm (ops.yaml:421 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def case_155(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 0)"""
+    beta = 0.5
+    alpha = 2
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_156(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 1)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_157(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 2)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_158(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 3)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_159(self, batch1, batch2):
+    """baddbmm (ops.yaml:453 sample 4)"""
+    beta = 1
+    alpha = 1
+    return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def case_160(self, tensor):
+    """dot (ops.yaml:474 sample 0)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_161(self, tensor):
+    """dot (ops.yaml:474 sample 1)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_162(self, tensor):
+    """dot (ops.yaml:474 sample 2)"""
+    return torch.ops.aten.dot(self, tensor)
+
+
+def case_163(self, vec2):
+    """outer (ops.yaml:491 sample 0)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_164(self, vec2):
+    """outer (ops.yaml:491 sample 1)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_165(self, vec2):
+    """outer (ops.yaml:491 sample 2)"""
+    return torch.ops.aten.outer(self, vec2)
+
+
+def case_166(self):
+    """t (ops.yaml:531 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_141(self):
-    """t (ops.yaml:382 sample 1)"""
+def case_167(self):
+    """t (ops.yaml:531 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_142(self):
-    """transpose (ops.yaml:393 sample 0)"""
+def case_168(self):
+    """transpose (ops.yaml:542 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_143(self):
-    """transpose (ops.yaml:393 sample 1)"""
+def case_169(self):
+    """transpose (ops.yaml:542 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_144(self):
-    """permute (ops.yaml:407 sample 0)"""
+def case_170(self):
+    """permute (ops.yaml:556 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_145(self):
-    """view (ops.yaml:416 sample 0)"""
+def case_171(self):
+    """view (ops.yaml:565 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_146(self):
-    """view (ops.yaml:416 sample 1)"""
+def case_172(self):
+    """view (ops.yaml:565 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_147(self):
-    """reshape (ops.yaml:426 sample 0)"""
+def case_173(self):
+    """reshape (ops.yaml:575 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_148(self):
-    """reshape (ops.yaml:426 sample 1)"""
+def case_174(self):
+    """reshape (ops.yaml:575 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_149(self):
-    """expand (ops.yaml:436 sample 0)"""
+def case_175(self):
+    """expand (ops.yaml:585 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_150(self):
-    """expand (ops.yaml:436 sample 1)"""
+def case_176(self):
+    """expand (ops.yaml:585 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_151(self):
-    """squeeze (ops.yaml:446 sample 0)"""
+def case_177(self):
+    """squeeze (ops.yaml:595 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_152(self):
-    """squeeze.dim (ops.yaml:456 sample 0)"""
+def case_178(self):
+    """squeeze.dim (ops.yaml:605 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_153(self):
-    """squeeze.dim (ops.yaml:456 sample 1)"""
+def case_179(self):
+    """squeeze.dim (ops.yaml:605 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_154(self):
-    """unsqueeze (ops.yaml:467 sample 0)"""
+def case_180(self):
+    """unsqueeze (ops.yaml:616 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_155(self):
-    """unsqueeze (ops.yaml:467 sample 1)"""
+def case_181(self):
+    """unsqueeze (ops.yaml:616 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_156(self):
-    """slice (ops.yaml:481 sample 0)"""
+def case_182(self):
+    """slice (ops.yaml:630 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -896,8 +1046,8 @@ def case_156(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_157(self):
-    """slice (ops.yaml:481 sample 1)"""
+def case_183(self):
+    """slice (ops.yaml:630 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -905,43 +1055,43 @@ def case_157(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_158(self):
-    """select (ops.yaml:492 sample 0)"""
+def case_184(self):
+    """select (ops.yaml:641 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_159(self):
-    """select (ops.yaml:492 sample 1)"""
+def case_185(self):
+    """select (ops.yaml:641 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_160(self):
-    """contiguous (ops.yaml:502 sample 0)"""
+def case_186(self):
+    """contiguous (ops.yaml:651 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_161():
-    """zeros (ops.yaml:522 sample 0)"""
+def case_187():
+    """zeros (ops.yaml:671 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_162():
-    """ones (ops.yaml:530 sample 0)"""
+def case_188():
+    """ones (ops.yaml:679 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_163():
-    """full (ops.yaml:538 sample 0)"""
+def case_189():
+    """full (ops.yaml:687 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -949,8 +1099,8 @@ def case_163():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_164():
-    """arange (ops.yaml:553 sample 0)"""
+def case_190():
+    """arange (ops.yaml:702 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -959,30 +1109,30 @@ def case_164():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_165():
-    """rand (ops.yaml:561 sample 0)"""
+def case_191():
+    """rand (ops.yaml:710 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.rand(size, dtype=dtype, device=device)
 
 
-def case_166():
-    """randn (ops.yaml:572 sample 0)"""
+def case_192():
+    """randn (ops.yaml:721 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.randn(size, dtype=dtype, device=device)
 
 
-def case_167(self):
-    """sum_to (ops.yaml:591 sample 0)"""
+def case_193(self):
+    """sum_to (ops.yaml:740 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_168(self):
-    """sum_to (ops.yaml:591 sample 1)"""
+def case_194(self):
+    """sum_to (ops.yaml:740 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -1408,91 +1558,169 @@ CASES = [
     dict(op="matmul", where="ops.yaml:364 sample 4", fn=case_139, tensors=["self", "other"],
          free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:382 sample 0", fn=case_140, tensors=["self"],
+    dict(op="matmul", where="ops.yaml:364 sample 5", fn=case_140, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 6", fn=case_141, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 7", fn=case_142, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 8", fn=case_143, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 9", fn=case_144, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:364 sample 10", fn=case_145, tensors=["self", "other"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 0", fn=case_146, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 1", fn=case_147, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 2", fn=case_148, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:394 sample 3", fn=case_149, tensors=["self", "mat2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 0", fn=case_150, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 1", fn=case_151, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 2", fn=case_152, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 3", fn=case_153, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="addmm", where="ops.yaml:421 sample 4", fn=case_154, tensors=["self", "mat1", "mat2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 0", fn=case_155, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 1", fn=case_156, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 2", fn=case_157, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 3", fn=case_158, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="baddbmm", where="ops.yaml:453 sample 4", fn=case_159, tensors=["self", "batch1", "batch2"],
+         free=[True, True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 0", fn=case_160, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 1", fn=case_161, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="dot", where="ops.yaml:474 sample 2", fn=case_162, tensors=["self", "tensor"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 0", fn=case_163, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 1", fn=case_164, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="outer", where="ops.yaml:491 sample 2", fn=case_165, tensors=["self", "vec2"],
+         free=[True, True], dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="t", where="ops.yaml:531 sample 0", fn=case_166, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:382 sample 1", fn=case_141, tensors=["self"],
+    dict(op="t", where="ops.yaml:531 sample 1", fn=case_167, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:393 sample 0", fn=case_142, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:542 sample 0", fn=case_168, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:393 sample 1", fn=case_143, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:542 sample 1", fn=case_169, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:407 sample 0", fn=case_144, tensors=["self"],
+    dict(op="permute", where="ops.yaml:556 sample 0", fn=case_170, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:416 sample 0", fn=case_145, tensors=["self"],
+    dict(op="view", where="ops.yaml:565 sample 0", fn=case_171, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:416 sample 1", fn=case_146, tensors=["self"],
+    dict(op="view", where="ops.yaml:565 sample 1", fn=case_172, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:426 sample 0", fn=case_147, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:575 sample 0", fn=case_173, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:426 sample 1", fn=case_148, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:575 sample 1", fn=case_174, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:436 sample 0", fn=case_149, tensors=["self"],
+    dict(op="expand", where="ops.yaml:585 sample 0", fn=case_175, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:436 sample 1", fn=case_150, tensors=["self"],
+    dict(op="expand", where="ops.yaml:585 sample 1", fn=case_176, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:446 sample 0", fn=case_151, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:595 sample 0", fn=case_177, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:456 sample 0", fn=case_152, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:605 sample 0", fn=case_178, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:456 sample 1", fn=case_153, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:605 sample 1", fn=case_179, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:467 sample 0", fn=case_154, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:616 sample 0", fn=case_180, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:467 sample 1", fn=case_155, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:616 sample 1", fn=case_181, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:481 sample 0", fn=case_156, tensors=["self"],
+    dict(op="slice", where="ops.yaml:630 sample 0", fn=case_182, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:481 sample 1", fn=case_157, tensors=["self"],
+    dict(op="slice", where="ops.yaml:630 sample 1", fn=case_183, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:492 sample 0", fn=case_158, tensors=["self"],
+    dict(op="select", where="ops.yaml:641 sample 0", fn=case_184, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:492 sample 1", fn=case_159, tensors=["self"],
+    dict(op="select", where="ops.yaml:641 sample 1", fn=case_185, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:502 sample 0", fn=case_160, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:651 sample 0", fn=case_186, tensors=["self"],
          free=[True], dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="zeros", where="ops.yaml:522 sample 0", fn=case_161, tensors=[],
+    dict(op="zeros", where="ops.yaml:671 sample 0", fn=case_187, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:530 sample 0", fn=case_162, tensors=[],
+    dict(op="ones", where="ops.yaml:679 sample 0", fn=case_188, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:538 sample 0", fn=case_163, tensors=[],
+    dict(op="full", where="ops.yaml:687 sample 0", fn=case_189, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="arange", where="ops.yaml:553 sample 0", fn=case_164, tensors=[],
+    dict(op="arange", where="ops.yaml:702 sample 0", fn=case_190, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:561 sample 0", fn=case_165, tensors=[],
+    dict(op="rand", where="ops.yaml:710 sample 0", fn=case_191, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="randn", where="ops.yaml:572 sample 0", fn=case_166, tensors=[],
+    dict(op="randn", where="ops.yaml:721 sample 0", fn=case_192, tensors=[],
          free=[], dtypes=[],
          random=False),
-    dict(op="sum_to", where="ops.yaml:591 sample 0", fn=case_167, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:740 sample 0", fn=case_193, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:591 sample 1", fn=case_168, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:740 sample 1", fn=case_194, tensors=["self"],
          free=[True], dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
 ]

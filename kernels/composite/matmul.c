@@ -1,23 +1,19 @@
-/* matmul with PyTorch's rank rules, written in public ops (mm, views, reshape) so autograd and
- * double backward come from them:
+/* matmul with PyTorch's rank rules, written in public ops (mm, bmm, views, reshape) so autograd
+ * and double backward come from them:
  *   1-D x 1-D   dot: mm of [1, k] and [k, 1], viewed as 0-d
  *   2-D x 1-D   mm with other as a column, squeezed
  *   1-D x 2-D   mm with self as a row, squeezed
  *   2-D x 2-D   mm
- *   N-D x 1/2-D fold self's batch dims into its rows: one mm (a copy when they do not fold)
+ *   N-D x 1/2-D fold self's batch dims into its rows: one mm (reshape copies only when they do
+ *               not fold, as in PyTorch)
  *   1/2-D x N-D the same on the transposed problem: (other^T self^T)^T
  *   N-D x N-D   batch dims broadcast; when one side's batch is all ones it folds as above,
- *               small problems use one broadcast multiply and a sum, others flatten the batch
- *               to [B, n, k] x [B, k, m], run one mm per entry and assemble the results with
- *               slice + slice_backward + add in a balanced tree. That costs O(B*(n*k + k*m +
- *               n*m)*log B) extra memory traffic (forward and backward) next to the B GEMMs; a
- *               bmm kernel will replace it. */
+ *               otherwise both sides are expanded to the common batch and flattened to
+ *               [B, n, k] and [B, k, m] for one bmm. A single broadcast batch dim stays a view
+ *               (batch stride 0, read in place by the GEMM); several fold when their strides
+ *               allow, else reshape copies, as PyTorch's matmul does before its bmm. */
 #include "internal.h"
 #include "kernels.h"
-
-/* Below this many multiply-adds a batched product is one broadcast mul + sum: its B*n*k*m
- * temporary stays small, and it avoids B separate mm calls. */
-#define SMALL_BATCHED_MACS 65536
 
 static yt_tensor *
 dot(yt_tensor *self, yt_tensor *other)
@@ -104,86 +100,25 @@ fold_right(yt_tensor *self, yt_tensor *other)
     return result;
 }
 
-/* [B, n, m] holding a[i] @ b[i] for a: [B, n, k], b: [B, k, m], B >= 1. The batch is halved
- * with slice (views) and the halves' products placed with slice_backward (zeros elsewhere) and
- * added. Both directions stay O(B*n*m*log B): the backward of each slice or slice_backward only
- * spans its parent's half, never the whole batch. */
-static yt_tensor *
-assemble(yt_tensor *a, yt_tensor *b)
-{
-    if (a == NULL || b == NULL)
-        return NULL; /* the slice that failed recorded why */
-    int64_t count = yt_tensor_size(a, 0);
-    if (count == 1) {
-        yt_tensor *ea = yt_select(a, 0, 0);
-        yt_tensor *eb = yt_select(b, 0, 0);
-        yt_tensor *prod = yt_mm(ea, eb);
-        yt_tensor *result = yt_unsqueeze(prod, 0);
-        yt_release(prod);
-        yt_release(eb);
-        yt_release(ea);
-        return result;
-    }
-    int64_t mid = count / 2;
-    yt_tensor *a_lo = yt_slice_ex(a, 0, 0, mid, 1);
-    yt_tensor *b_lo = yt_slice_ex(b, 0, 0, mid, 1);
-    yt_tensor *left = assemble(a_lo, b_lo);
-    yt_release(b_lo);
-    yt_release(a_lo);
-    yt_tensor *right = NULL;
-    if (left != NULL) {
-        yt_tensor *a_hi = yt_slice_ex(a, 0, mid, YT_NONE, 1);
-        yt_tensor *b_hi = yt_slice_ex(b, 0, mid, YT_NONE, 1);
-        right = assemble(a_hi, b_hi);
-        yt_release(b_hi);
-        yt_release(a_hi);
-    }
-    int64_t sizes[3] = {count, yt_tensor_size(a, 1), yt_tensor_size(b, 2)};
-    yt_tensor *left_full = yt_slice_backward(left, sizes, 3, 0, 0, mid, 1);
-    yt_tensor *right_full = yt_slice_backward(right, sizes, 3, 0, mid, count, 1);
-    yt_tensor *result = yt_add(left_full, right_full);
-    yt_release(right_full);
-    yt_release(left_full);
-    yt_release(right);
-    yt_release(left);
-    return result;
-}
-
-/* a: batch + [n, k], b: batch + [k, m], both expanded to the common batch shape. */
+/* a: batch + [n, k], b: batch + [k, m], both expanded to the common batch shape: one bmm over
+ * the flattened batch, viewed back to batch + [n, m]. */
 static yt_tensor *
 batched(yt_tensor *a, yt_tensor *b, const int64_t *batch, int n_batch, int64_t n_entries, int64_t n,
         int64_t k, int64_t m)
 {
-    int64_t macs;
-    int64_t dims[4] = {n_entries, n, k, m};
-    if (!yt__checked_numel(&macs, dims, 4) || macs > SMALL_BATCHED_MACS) {
-        /* Flattening the batch copies where it was broadcast (as PyTorch's matmul does before
-         * bmm); the slices below are then plain views. */
-        int64_t a_sizes[3] = {n_entries, n, k}, b_sizes[3] = {n_entries, k, m};
-        yt_tensor *a3 = yt_reshape(a, a_sizes, 3);
-        yt_tensor *b3 = yt_reshape(b, b_sizes, 3);
-        yt_tensor *stacked = assemble(a3, b3);
-        int64_t out_sizes[YT_MAX_DIM];
-        for (int i = 0; i < n_batch; i++)
-            out_sizes[i] = batch[i];
-        out_sizes[n_batch] = n;
-        out_sizes[n_batch + 1] = m;
-        yt_tensor *result = yt_view(stacked, out_sizes, n_batch + 2); /* contiguous [B, n, m] */
-        yt_release(stacked);
-        yt_release(b3);
-        yt_release(a3);
-        return result;
-    }
-    /* [..., n, k, 1] * [..., 1, k, m] summed over k. Also the path for B == 0 (or n, m == 0),
-     * where it allocates nothing and still connects the inputs to the graph. */
-    int64_t k_dim = -2;
-    yt_tensor *ea = yt_unsqueeze(a, -1);
-    yt_tensor *eb = yt_unsqueeze(b, -3);
-    yt_tensor *prod = yt_mul(ea, eb);
-    yt_tensor *result = yt_sum_dim(prod, &k_dim, 1);
+    int64_t a_sizes[3] = {n_entries, n, k}, b_sizes[3] = {n_entries, k, m};
+    yt_tensor *a3 = yt_reshape(a, a_sizes, 3);
+    yt_tensor *b3 = yt_reshape(b, b_sizes, 3);
+    yt_tensor *prod = yt_bmm(a3, b3);
+    int64_t out_sizes[YT_MAX_DIM];
+    for (int i = 0; i < n_batch; i++)
+        out_sizes[i] = batch[i];
+    out_sizes[n_batch] = n;
+    out_sizes[n_batch + 1] = m;
+    yt_tensor *result = yt_view(prod, out_sizes, n_batch + 2); /* contiguous [B, n, m] */
     yt_release(prod);
-    yt_release(eb);
-    yt_release(ea);
+    yt_release(b3);
+    yt_release(a3);
     return result;
 }
 

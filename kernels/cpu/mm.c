@@ -1,141 +1,112 @@
-/* mm on the CPU: one BLIS gemm call with the tensors' own row and column strides, so transposed
- * views need no copy. f16 and bf16 are multiplied in f32. */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* blis.h uses pthread barriers */
-#endif
-
-#include <omp.h>
+/* mm, bmm, addmm and baddbmm on the CPU: each is one call of the internal GEMM (gemm.h) on the
+ * tensors' own strides, so transposed, sliced and expanded views are read in place.
+ *
+ * f16 and bf16 are multiplied in f32: the operands are converted to f32 copies, the product is
+ * accumulated in f32, and the result rounded once to the storage dtype (PyTorch's CPU reduced-
+ * precision GEMM also accumulates in f32). */
 #include <string.h>
 
 #include "kernels.h"
-#include "blis_setup.h"
+#include "gemm.h"
 
-/* blis.h defines hundreds of unused static inline helpers. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wtype-limits"
-#include <blis.h>
-#pragma GCC diagnostic pop
-
-/* Below this many multiply-adds one thread is faster than waking the pool (measured on 2 cores:
- * 128^3 gains from a second thread, 64^3 loses). */
-#define MM_PARALLEL_FLOPS (64.0 * 64.0 * 64.0 * 8.0)
-
-/* Strides of a rows x cols matrix in the form BLIS accepts, or false when it would refuse them
- * (a zero stride from expand, or overlapping general strides): BLIS aborts on those, so the
- * caller copies the matrix instead. The stride of a size-1 dimension is never used and is made
- * consistent with the other one. */
-static bool
-blis_strides(const yt_tensor *t, int64_t *rs_out, int64_t *cs_out)
+/* The dtype the GEMM runs in for a result of dtype `d`. */
+static yt_dtype
+compute_dtype(yt_dtype d)
 {
-    int64_t rows = t->sizes[0], cols = t->sizes[1];
-    int64_t rs = t->strides[0], cs = t->strides[1];
-    if (rows == 1 && cols == 1) {
-        rs = 1;
-        cs = 1;
-    } else if (rows == 1) {
-        if (!yt__mul_ok(&rs, cols, cs))
-            return false;
-    } else if (cols == 1) {
-        if (!yt__mul_ok(&cs, rows, rs))
-            return false;
-    }
-    if (rs <= 0 || cs <= 0)
-        return false;
-    bool ok;
-    if (rs == 1 && cs == 1)
-        ok = rows == 1 || cols == 1;
-    else if (rs == 1)
-        ok = cs >= rows; /* column-major */
-    else if (cs == 1)
-        ok = rs >= cols; /* row-major */
-    else if (rs < cs)
-        ok = cs / rs >= rows; /* general, column tilt: cs >= rows * rs */
-    else if (cs < rs)
-        ok = rs / cs >= cols; /* general, row tilt: rs >= cols * cs */
-    else
-        ok = rows == 1 || cols == 1;
-    *rs_out = rs;
-    *cs_out = cs;
-    return ok;
+    return d == YT_DTYPE_F64 ? YT_DTYPE_F64 : YT_DTYPE_F32;
 }
 
-/* An operand BLIS can read: `t` itself (retained) when its strides suit BLIS and its dtype is
- * `dtype`, else a contiguous copy converted to `dtype`. */
+/* `t` itself (retained) when it already has `dtype`, else an f32 / f64 contiguous copy. */
 static yt_tensor *
-gemm_operand(yt_tensor *t, yt_dtype dtype, int64_t *rs, int64_t *cs)
+operand(yt_tensor *t, yt_dtype dtype)
 {
-    if (t->dtype == dtype && blis_strides(t, rs, cs))
-        return yt_retain(t);
-    yt_tensor *copy = yt__cast_copy(t, dtype);
-    if (copy != NULL && !blis_strides(copy, rs, cs)) {
-        yt_release(copy); /* cannot happen: a contiguous matrix always suits BLIS */
-        return yt__fail(YT_ERR_INTERNAL, "mm: BLIS refuses the strides of a contiguous copy");
-    }
-    return copy;
+    return t->dtype == dtype ? yt_retain(t) : yt__cast_copy(t, dtype);
 }
 
-/* c = a @ b with BLIS, where c is a contiguous f32 or f64 matrix of a's and b's dtype. */
+/* Strides of the last two dims, and the batch stride (0 for 2-D tensors). */
 static void
-gemm(yt_tensor *c, yt_tensor *a, int64_t rsa, int64_t csa, yt_tensor *b, int64_t rsb, int64_t csb)
+matrix_strides(const yt_tensor *t, int64_t *bs, int64_t *rs, int64_t *cs)
 {
-    int64_t m = a->sizes[0], k = a->sizes[1], n = b->sizes[1];
-    int64_t rsc = 0, csc = 0;
-    blis_strides(c, &rsc, &csc);
+    int d = t->dim;
+    *bs = d == 3 ? t->strides[0] : 0;
+    *rs = t->strides[d - 2];
+    *cs = t->strides[d - 1];
+}
 
-    rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    double flops = (double)m * (double)n * (double)k;
-    bli_rntm_set_num_threads(flops >= MM_PARALLEL_FLOPS ? omp_get_max_threads() : 1, &rntm);
-
-    if (c->dtype == YT_DTYPE_F64) {
-        double one = 1.0, zero = 0.0;
-        bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (double *)yt__data_ptr(a),
-                     rsa, csa, (double *)yt__data_ptr(b), rsb, csb, &zero,
-                     (double *)yt__data_ptr(c), rsc, csc, NULL, &rntm);
-    } else {
-        float one = 1.0f, zero = 0.0f;
-        bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (float *)yt__data_ptr(a),
-                     rsa, csa, (float *)yt__data_ptr(b), rsb, csb, &zero, (float *)yt__data_ptr(c),
-                     rsc, csc, NULL, &rntm);
+/* result = beta * bias + alpha * a @ b for 2-D or 3-D (batched) a and b, where bias (may be
+ * NULL: beta is then 0) broadcasts to result's shape. beta == 0 never reads bias. */
+static yt_status
+product(yt_tensor *result, yt_tensor *bias, yt_tensor *a, yt_tensor *b, double beta, double alpha)
+{
+    int d = result->dim;
+    int64_t batch = d == 3 ? result->sizes[0] : 1;
+    int64_t m = result->sizes[d - 2], n = result->sizes[d - 1], k = a->sizes[d - 1];
+    if (batch == 0 || m == 0 || n == 0)
+        return YT_OK;
+    if (bias == NULL)
+        beta = 0;
+    yt_dtype dtype = compute_dtype(result->dtype);
+    yt_tensor *ca = operand(a, dtype);
+    yt_tensor *cb = ca == NULL ? NULL : operand(b, dtype);
+    if (cb == NULL) {
+        yt_release(ca);
+        return yt__last_status();
     }
+    /* An out= tensor may share storage with an input: the GEMM must not write what it reads. */
+    bool aliased = result->storage == ca->storage || result->storage == cb->storage;
+    yt_tensor *c = result->dtype != dtype || aliased ? yt__empty_like(result, dtype) : result;
+    yt_status status = c == NULL ? yt__last_status() : YT_OK;
+    if (status == YT_OK && beta != 0)
+        status = yt__copy_into(c, bias); /* broadcast and convert bias into C, then scale */
+    if (status == YT_OK) {
+        int64_t bsa, rsa, csa, bsb, rsb, csb, bsc, rsc, csc;
+        matrix_strides(ca, &bsa, &rsa, &csa);
+        matrix_strides(cb, &bsb, &rsb, &csb);
+        matrix_strides(c, &bsc, &rsc, &csc);
+        if (dtype == YT_DTYPE_F64)
+            status = yt__gemm_batched_f64(false, false, batch, m, n, k, alpha,
+                                          (const double *)yt__data_ptr(ca), bsa, rsa, csa,
+                                          (const double *)yt__data_ptr(cb), bsb, rsb, csb, beta,
+                                          (double *)yt__data_ptr(c), bsc, rsc, csc);
+        else
+            status = yt__gemm_batched_f32(false, false, batch, m, n, k, (float)alpha,
+                                          (const float *)yt__data_ptr(ca), bsa, rsa, csa,
+                                          (const float *)yt__data_ptr(cb), bsb, rsb, csb,
+                                          (float)beta, (float *)yt__data_ptr(c), bsc, rsc, csc);
+    }
+    if (status == YT_OK && c != result)
+        status = yt__copy_into(result, c);
+    if (c != result)
+        yt_release(c);
+    yt_release(cb);
+    yt_release(ca);
+    return status;
 }
 
 yt_status
 yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
 {
-    int64_t m = self->sizes[0], k = self->sizes[1], n = mat2->sizes[1];
-    if (m == 0 || n == 0)
-        return YT_OK;
-    if (k == 0) {
-        memset(yt__data_ptr(result), 0, (size_t)result->numel * yt_dtype_size(result->dtype));
-        return YT_OK;
-    }
-    yt__blis_setup();
+    return product(result, NULL, self, mat2, 0.0, 1.0);
+}
 
-    /* BLIS multiplies f32 and f64; f16 and bf16 go through f32. */
-    yt_dtype dtype = result->dtype == YT_DTYPE_F64 ? YT_DTYPE_F64 : YT_DTYPE_F32;
-    int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;
-    yt_tensor *a = gemm_operand(self, dtype, &rsa, &csa);
-    yt_tensor *b = a == NULL ? NULL : gemm_operand(mat2, dtype, &rsb, &csb);
-    if (b == NULL) {
-        yt_release(a);
-        return yt__last_status();
-    }
-    /* An out= tensor may share storage with an input: BLIS must not write what it reads. */
-    bool aliased = result->storage == a->storage || result->storage == b->storage;
-    yt_tensor *c = result;
-    if (result->dtype != dtype || aliased)
-        c = yt__empty_like(result, dtype);
-    yt_status status = c == NULL ? yt__last_status() : YT_OK;
-    if (status == YT_OK) {
-        gemm(c, a, rsa, csa, b, rsb, csb);
-        if (c != result)
-            status = yt__copy_into(result, c);
-    }
-    if (c != result)
-        yt_release(c);
-    yt_release(b);
-    yt_release(a);
-    return status;
+yt_status
+yt__cpu_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2)
+{
+    return product(result, NULL, self, mat2, 0.0, 1.0);
+}
+
+yt_status
+yt__cpu_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
+              yt_scalar alpha)
+{
+    return product(result, self, mat1, mat2, yt__scalar_to_double(beta),
+                   yt__scalar_to_double(alpha));
+}
+
+yt_status
+yt__cpu_baddbmm(yt_tensor *result, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
+                yt_scalar beta, yt_scalar alpha)
+{
+    return product(result, self, batch1, batch2, yt__scalar_to_double(beta),
+                   yt__scalar_to_double(alpha));
 }

@@ -191,3 +191,124 @@ Test(mm, known_values_and_out_checks)
     yt_release(a);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* The values of a tensor as doubles, into a caller buffer of `n` entries. */
+static void
+values(yt_tensor *t, double *out, int64_t n)
+{
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(t), n);
+    cr_assert_eq(yt_tensor_copy_to(t, out, (size_t)n * sizeof *out, YT_DTYPE_F64), YT_OK, "%s",
+                 yt_errmsg());
+}
+
+Test(mm, addmm_beta_alpha_and_nan_with_beta_zero)
+{
+    const double av[4] = {1, 2, 3, 4}, bv[4] = {1, 0, 0, 1}, sv[2] = {10, NAN};
+    const int64_t s2[2] = {2, 2}, s1[1] = {2};
+    yt_tensor *a = yt_tensor_from_data(av, s2, 2, YT_DTYPE_F64);
+    yt_tensor *b = yt_tensor_from_data(bv, s2, 2, YT_DTYPE_F64);
+    yt_tensor *bias = yt_tensor_from_data(sv, s1, 1, YT_DTYPE_F64); /* broadcast over rows */
+    double got[4];
+    /* beta = 0: self is ignored, its NaN does not reach the result (PyTorch's rule). */
+    yt_tensor *r0 = yt_addmm_ex(bias, a, b, yt_int(0), yt_int(2));
+    values(r0, got, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert(got[i] == 2 * av[i], "[%d] = %g", i, got[i]);
+    /* beta = 0.5: column 1 is NaN, column 0 is 5 + 2 a. */
+    yt_tensor *r1 = yt_addmm_ex(bias, a, b, yt_float(0.5), yt_int(2));
+    values(r1, got, 4);
+    cr_assert(got[0] == 7 && isnan(got[1]) && got[2] == 11 && isnan(got[3]));
+    yt_release(r1);
+    yt_release(r0);
+    yt_release(bias);
+    yt_release(b);
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(mm, bmm_baddbmm_matmul_broadcast_against_mm)
+{
+    yt_manual_seed(5);
+    /* self [2, 1, 3, 4] @ other [5, 4, 6] -> [2, 5, 3, 6]; entry (i, j) is self[i, 0] @ other[j]. */
+    const int64_t sa[4] = {2, 1, 3, 4}, sb[3] = {5, 4, 6};
+    yt_tensor *a = yt_rand_ex(sa, 4, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *b = yt_rand_ex(sb, 3, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *bt = yt_transpose(b, 1, 2); /* a non-contiguous operand too */
+    yt_tensor *btt = yt_transpose(bt, 1, 2);
+    yt_tensor *r = yt_matmul(a, btt);
+    cr_assert_not_null(r, "%s", yt_errmsg());
+    cr_assert(yt_tensor_dim(r) == 4 && yt_tensor_size(r, 1) == 5 && yt_tensor_size(r, 3) == 6);
+    double got[18], want[18];
+    for (int64_t i = 0; i < 2; i++)
+        for (int64_t j = 0; j < 5; j++) {
+            yt_tensor *ai = yt_select(a, 0, i), *ai0 = yt_select(ai, 0, 0),
+                      *bj = yt_select(b, 0, j);
+            yt_tensor *ref = yt_mm(ai0, bj), *ri = yt_select(r, 0, i), *rij = yt_select(ri, 0, j);
+            values(ref, want, 18);
+            values(rij, got, 18);
+            for (int e = 0; e < 18; e++)
+                cr_assert(fabs(got[e] - want[e]) < 1e-12);
+            yt_release(rij);
+            yt_release(ri);
+            yt_release(ref);
+            yt_release(bj);
+            yt_release(ai0);
+            yt_release(ai);
+        }
+    /* baddbmm with a 1-D self and alpha: beta * self + alpha * bmm. */
+    const int64_t s1[3] = {5, 3, 4}, sv[1] = {6};
+    yt_tensor *x = yt_rand_ex(s1, 3, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *v = yt_rand_ex(sv, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *p = yt_bmm(x, b);
+    yt_tensor *q = yt_baddbmm_ex(v, x, b, yt_int(3), yt_float(-0.5));
+    cr_assert_not_null(q, "%s", yt_errmsg());
+    double pv[90], qv[90], vv[6];
+    values(p, pv, 90);
+    values(q, qv, 90);
+    values(v, vv, 6);
+    for (int e = 0; e < 90; e++)
+        cr_assert(fabs(qv[e] - (3 * vv[e % 6] - 0.5 * pv[e])) < 1e-12);
+    yt_release(q);
+    yt_release(p);
+    yt_release(v);
+    yt_release(x);
+    yt_release(r);
+    yt_release(btt);
+    yt_release(bt);
+    yt_release(b);
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}
+
+Test(mm, dot_and_outer_values)
+{
+    const double av[3] = {1, 2, 3}, bv[3] = {4, -5, 6};
+    const int64_t s[1] = {3}, s0[1] = {0};
+    yt_tensor *a = yt_tensor_from_data(av, s, 1, YT_DTYPE_F64);
+    yt_tensor *b = yt_tensor_from_data(bv, s, 1, YT_DTYPE_F64);
+    yt_tensor *d = yt_dot(a, b);
+    cr_assert_not_null(d, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dim(d), 0);
+    double got[9];
+    values(d, got, 1);
+    cr_assert(got[0] == 12);
+    yt_tensor *o = yt_outer(a, b);
+    values(o, got, 9);
+    for (int i = 0; i < 9; i++)
+        cr_assert(got[i] == av[i / 3] * bv[i % 3]);
+    yt_tensor *e = yt_zeros_ex(s0, 1, YT_DTYPE_F64, YT_DEVICE_CPU);
+    yt_tensor *de = yt_dot(e, e); /* empty: exactly 0 */
+    values(de, got, 1);
+    cr_assert(got[0] == 0);
+    yt_tensor *bad = yt_dot(a, e);
+    cr_assert_null(bad);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "dot: self.size(0)=3 does not match tensor.size(0)=0");
+    yt_release(de);
+    yt_release(e);
+    yt_release(o);
+    yt_release(d);
+    yt_release(b);
+    yt_release(a);
+    YT_ASSERT_NO_LEAKS();
+}

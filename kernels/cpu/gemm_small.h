@@ -1,0 +1,27 @@
+/* The small-GEMM path behind yt__gemm_*: register-blocked microkernels (AVX-512 where the CPU
+ * has it, else AVX2 + FMA) over operands packed from any strides. BLIS spends most of a 64^3
+ * product in per-call setup; this path has none beyond two cached packing buffers. */
+#ifndef YT_KERNELS_CPU_GEMM_SMALL_H
+#define YT_KERNELS_CPU_GEMM_SMALL_H
+
+#include "internal.h"
+
+/* The microkernel set this CPU runs: 0 none (no AVX2 + FMA), 1 AVX2, 2 AVX-512. */
+YT_INTERNAL int yt__gemm_small_level(void);
+
+/* Name of the microkernel set in use ("avx512", "avx2" or "none"). */
+YT_INTERNAL const char *yt__gemm_small_isa(void);
+
+/* C = alpha * A B + beta * C (beta == 0 overwrites) with A m x k, B k x n already in
+ * no-transpose form, k >= 1, m, n >= 1, any strides for A and B, non-overlapping C. Uses up to
+ * `threads` threads (call with 1 inside a parallel region). */
+YT_INTERNAL yt_status yt__gemm_small_s(int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                                       int64_t rsa, int64_t csa, const float *b, int64_t rsb,
+                                       int64_t csb, float beta, float *c, int64_t rsc, int64_t csc,
+                                       int threads);
+YT_INTERNAL yt_status yt__gemm_small_d(int64_t m, int64_t n, int64_t k, double alpha,
+                                       const double *a, int64_t rsa, int64_t csa, const double *b,
+                                       int64_t rsb, int64_t csb, double beta, double *c,
+                                       int64_t rsc, int64_t csc, int threads);
+
+#endif

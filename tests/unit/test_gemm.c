@@ -1,0 +1,299 @@
+/* The internal GEMM entry (kernels/cpu/gemm.h) against a double-precision triple loop: random
+ * shapes on both sides of the small-path / BLIS threshold, transposes, row-major, column-major,
+ * padded, negative and zero (broadcast) strides, alpha / beta, k = 0, m or n = 0, NaN handling
+ * (beta = 0 overwrites C), batches, one and two threads, and elements around C left alone. */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "test_util.h"
+
+/* The prototypes of kernels/cpu/gemm.h (internal: the test build does not see runtime/). */
+yt_status yt__gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
+                       int64_t csb, float beta, float *c, int64_t rsc, int64_t csc);
+yt_status yt__gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                       const double *a, int64_t rsa, int64_t csa, const double *b, int64_t rsb,
+                       int64_t csb, double beta, double *c, int64_t rsc, int64_t csc);
+yt_status yt__gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n,
+                               int64_t k, float alpha, const float *a, int64_t bsa, int64_t rsa,
+                               int64_t csa, const float *b, int64_t bsb, int64_t rsb, int64_t csb,
+                               float beta, float *c, int64_t bsc, int64_t rsc, int64_t csc);
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+
+static uint64_t
+next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int64_t
+pick(int64_t lo, int64_t hi) /* uniform in [lo, hi] */
+{
+    return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1));
+}
+
+static double
+uniform(void) /* [-1, 1) */
+{
+    return (double)(next() >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* A rows x cols layout inside a buffer: element (r, c) at base + r * rs + c * cs. `kind`:
+ * 0 row-major, 1 column-major, 2 row-major with padding, 3 rows reversed (negative rs),
+ * 4 zero row stride (one row broadcast; read-only operands only). */
+typedef struct {
+    int64_t base, rs, cs, span;
+} layout;
+
+static layout
+make_layout(int64_t rows, int64_t cols, int kind)
+{
+    layout l = {0, 0, 0, 0};
+    int64_t pad = 3;
+    switch (kind) {
+    case 0:
+        l.rs = cols, l.cs = 1;
+        break;
+    case 1:
+        l.rs = 1, l.cs = rows;
+        break;
+    case 2:
+        l.rs = 2 * (cols + pad), l.cs = 2;
+        break;
+    case 3:
+        l.rs = -cols, l.cs = 1, l.base = (rows > 0 ? rows - 1 : 0) * cols;
+        break;
+    default:
+        l.rs = 0, l.cs = 1;
+        break;
+    }
+    int64_t hi = l.base, lo = l.base;
+    if (rows > 0 && cols > 0) {
+        int64_t r = (rows - 1) * l.rs, c = (cols - 1) * l.cs;
+        hi += (r > 0 ? r : 0) + c;
+        lo += (r < 0 ? r : 0);
+    }
+    cr_assert_geq(lo, 0);
+    l.span = hi + 1 + 8; /* + a tail that must stay untouched */
+    return l;
+}
+
+typedef struct {
+    bool f64, ta, tb;
+    int64_t m, n, k;
+    double alpha, beta;
+    int ka, kb, kc;
+    bool nan_c; /* fill C with NaN (beta = 0 must overwrite) */
+    int threads;
+} gemm_case;
+
+/* Runs one case through yt__gemm_* and checks every element of C and the untouched rest. */
+static void
+run_case(const gemm_case *t)
+{
+    int64_t ar = t->ta ? t->k : t->m, ac = t->ta ? t->m : t->k;
+    int64_t br = t->tb ? t->n : t->k, bc = t->tb ? t->k : t->n;
+    layout la = make_layout(ar, ac, t->ka), lb = make_layout(br, bc, t->kb);
+    layout lc = make_layout(t->m, t->n, t->kc);
+    double *a = malloc((size_t)la.span * sizeof *a), *b = malloc((size_t)lb.span * sizeof *b);
+    double *c0 = malloc((size_t)lc.span * sizeof *c0);
+    float *af = malloc((size_t)la.span * sizeof *af), *bf = malloc((size_t)lb.span * sizeof *bf);
+    float *cf = malloc((size_t)lc.span * sizeof *cf);
+    double *cd = malloc((size_t)lc.span * sizeof *cd);
+    for (int64_t i = 0; i < la.span; i++)
+        af[i] = (float)(a[i] = uniform());
+    for (int64_t i = 0; i < lb.span; i++)
+        bf[i] = (float)(b[i] = uniform());
+    for (int64_t i = 0; i < lc.span; i++) {
+        c0[i] = t->nan_c ? NAN : uniform();
+        cf[i] = (float)c0[i];
+        cd[i] = c0[i];
+    }
+    int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(t->threads);
+    yt_status s;
+    if (t->f64)
+        s = yt__gemm_f64(t->ta, t->tb, t->m, t->n, t->k, t->alpha, a + la.base, la.rs, la.cs,
+                         b + lb.base, lb.rs, lb.cs, t->beta, cd + lc.base, lc.rs, lc.cs);
+    else
+        s = yt__gemm_f32(t->ta, t->tb, t->m, t->n, t->k, (float)t->alpha, af + la.base, la.rs,
+                         la.cs, bf + lb.base, lb.rs, lb.cs, (float)t->beta, cf + lc.base, lc.rs,
+                         lc.cs);
+    omp_set_num_threads(saved_threads);
+    cr_assert_eq(s, YT_OK, "%s", yt_errmsg());
+
+    bool *touched = calloc((size_t)lc.span, sizeof *touched);
+    double eps = (double)(t->k + 2) * (t->f64 ? 2.3e-16 : 1.2e-7);
+    for (int64_t i = 0; i < t->m; i++)
+        for (int64_t j = 0; j < t->n; j++) {
+            double ref = 0, mag = 0;
+            for (int64_t p = 0; p < t->k; p++) {
+                int64_t ia = la.base + (t->ta ? p * la.rs + i * la.cs : i * la.rs + p * la.cs);
+                int64_t ib = lb.base + (t->tb ? j * lb.rs + p * lb.cs : p * lb.rs + j * lb.cs);
+                double x = t->f64 ? a[ia] : (double)af[ia], y = t->f64 ? b[ib] : (double)bf[ib];
+                ref += x * y;
+                mag += fabs(x * y);
+            }
+            int64_t ic = lc.base + i * lc.rs + j * lc.cs;
+            double cin = t->f64 ? c0[ic] : (double)(float)c0[ic];
+            ref = t->alpha * ref + (t->beta == 0 ? 0 : t->beta * cin);
+            mag = fabs(t->alpha) * mag + (t->beta == 0 ? 0 : fabs(t->beta * cin));
+            double got = t->f64 ? cd[ic] : (double)cf[ic];
+            touched[ic] = true;
+            cr_assert(fabs(got - ref) <= eps * (mag + 1),
+                      "%s m=%lld n=%lld k=%lld ta=%d tb=%d layouts %d/%d/%d alpha=%g beta=%g "
+                      "threads=%d: C[%lld, %lld] = %.9g, expected %.9g",
+                      t->f64 ? "f64" : "f32", (long long)t->m, (long long)t->n, (long long)t->k,
+                      t->ta, t->tb, t->ka, t->kb, t->kc, t->alpha, t->beta, t->threads,
+                      (long long)i, (long long)j, got, ref);
+        }
+    for (int64_t i = 0; i < lc.span; i++)
+        if (!touched[i]) {
+            double got = t->f64 ? cd[i] : (double)cf[i];
+            double want = t->f64 ? c0[i] : (double)(float)c0[i];
+            cr_assert(memcmp(&got, &want, sizeof got) == 0 || (isnan(got) && isnan(want)),
+                      "element %lld outside C was written", (long long)i);
+        }
+    free(touched);
+    free(cd);
+    free(cf);
+    free(bf);
+    free(af);
+    free(c0);
+    free(b);
+    free(a);
+}
+
+static const double scalars[] = {1.0, 0.0, -0.5, 2.0};
+
+Test(gemm, random_small_shapes)
+{
+    for (int it = 0; it < 400; it++) {
+        gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
+        t.m = pick(1, 40), t.n = pick(1, 70), t.k = pick(1, 300);
+        t.alpha = scalars[next() % 4], t.beta = scalars[next() % 4];
+        if (t.alpha == 0)
+            t.alpha = 1.5;
+        t.ka = (int)(next() % 5), t.kb = (int)(next() % 5), t.kc = (int)(next() % 4);
+        t.threads = 1 + (int)(next() % 2);
+        run_case(&t);
+    }
+}
+
+Test(gemm, random_large_shapes)
+{
+    /* Past the small-path threshold (BLIS, or the small path where BLIS refuses the strides)
+     * and across the small path's kc / mc blocks. */
+    for (int it = 0; it < 12; it++) {
+        gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
+        t.m = pick(150, 300), t.n = pick(150, 300), t.k = pick(200, 600);
+        t.alpha = it % 3 == 0 ? 1.0 : -0.5, t.beta = scalars[it % 4];
+        t.ka = (int)(next() % 5), t.kb = (int)(next() % 5), t.kc = (int)(next() % 4);
+        t.threads = 1 + it % 2;
+        run_case(&t);
+    }
+}
+
+Test(gemm, mlp_shapes_and_their_transposes)
+{
+    const int64_t shapes[][3] = {{64, 256, 784}, {64, 128, 256}, {64, 10, 128},  {64, 64, 64},
+                                 {784, 256, 64}, {64, 784, 256}, {256, 128, 64}, {128, 10, 64}};
+    for (int s = 0; s < 8; s++)
+        for (int tr = 0; tr < 4; tr++) {
+            gemm_case t = {.f64 = false,
+                           .ta = tr & 1,
+                           .tb = tr >> 1,
+                           .m = shapes[s][0],
+                           .n = shapes[s][1],
+                           .k = shapes[s][2],
+                           .alpha = 1,
+                           .beta = 0,
+                           .threads = 1 + s % 2,
+                           .nan_c = true};
+            run_case(&t);
+        }
+}
+
+Test(gemm, empty_sizes)
+{
+    for (int f = 0; f < 2; f++)
+        for (int kc = 0; kc < 4; kc++) {
+            /* k = 0: C = beta * C; beta = 0 writes zeros over NaN. */
+            gemm_case t = {
+                .f64 = f, .m = 5, .n = 7, .k = 0, .alpha = 1, .beta = 0.5, .kc = kc, .threads = 1};
+            run_case(&t);
+            t.beta = 0;
+            t.nan_c = true;
+            run_case(&t);
+            /* m or n = 0: nothing written (run_case checks the tail). */
+            t.m = 0, t.k = 3;
+            run_case(&t);
+            t.m = 4, t.n = 0;
+            run_case(&t);
+        }
+}
+
+Test(gemm, beta_zero_overwrites_nan_and_nan_inputs_propagate)
+{
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4] = {NAN, NAN, INFINITY, NAN};
+    cr_assert_eq(yt__gemm_f32(false, false, 2, 2, 2, 1.0f, a, 2, 1, b, 2, 1, 0.0f, c, 2, 1), YT_OK);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(c[i], a[i], 0);
+    a[0] = NAN; /* row 0 of the product becomes NaN, row 1 stays finite */
+    cr_assert_eq(yt__gemm_f32(false, false, 2, 2, 2, 1.0f, a, 2, 1, b, 2, 1, 0.0f, c, 2, 1), YT_OK);
+    cr_assert(isnan(c[0]) && isnan(c[1]) && c[2] == 3 && c[3] == 4);
+    /* beta != 0 reads C: NaN in C propagates. */
+    float c2[4] = {NAN, 0, 0, 0}, a2[4] = {1, 2, 3, 4};
+    cr_assert_eq(yt__gemm_f32(false, false, 2, 2, 2, 1.0f, a2, 2, 1, b, 2, 1, 1.0f, c2, 2, 1),
+                 YT_OK);
+    cr_assert(isnan(c2[0]) && c2[1] == 2);
+}
+
+Test(gemm, overlapping_c_is_an_error)
+{
+    float a[4] = {0}, b[4] = {0}, c[4] = {0};
+    cr_assert_eq(yt__gemm_f32(false, false, 2, 2, 2, 1.0f, a, 2, 1, b, 2, 1, 0.0f, c, 1, 1),
+                 YT_ERR_VALUE);
+    cr_assert(strstr(yt_errmsg(), "share memory") != NULL, "%s", yt_errmsg());
+    cr_assert_eq(yt__gemm_f32(false, false, 2, 2, 2, 1.0f, a, 2, 1, b, 2, 1, 0.0f, c, 0, 1),
+                 YT_ERR_VALUE);
+}
+
+Test(gemm, batched_with_broadcast_operand)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        const int64_t batch = 7, m = 9, n = 33, k = 20;
+        float *a = malloc(sizeof(float) * (size_t)(m * k));
+        float *b = malloc(sizeof(float) * (size_t)(batch * k * n));
+        float *c = malloc(sizeof(float) * (size_t)(batch * m * n));
+        for (int64_t i = 0; i < m * k; i++)
+            a[i] = (float)uniform();
+        for (int64_t i = 0; i < batch * k * n; i++)
+            b[i] = (float)uniform();
+        omp_set_num_threads(threads);
+        /* A shared by every entry (batch stride 0), B transposed per entry. */
+        cr_assert_eq(yt__gemm_batched_f32(false, true, batch, m, n, k, 1.0f, a, 0, k, 1, b, k * n,
+                                          k, 1, 0.0f, c, m * n, n, 1),
+                     YT_OK, "%s", yt_errmsg());
+        for (int64_t e = 0; e < batch; e++)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double ref = 0;
+                    for (int64_t p = 0; p < k; p++)
+                        ref += (double)a[i * k + p] * b[e * k * n + j * k + p];
+                    cr_assert(fabs(c[e * m * n + i * n + j] - ref) < 1e-5);
+                }
+        free(c);
+        free(b);
+        free(a);
+    }
+}
